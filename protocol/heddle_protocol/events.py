@@ -1,0 +1,110 @@
+"""`turn/event`: the one progress notification, whose `event` is a tagged union on `kind`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+
+from heddle_protocol.types import ErrorInfo, PermissionDecision, Preview, Usage, Wire
+
+
+class Ev(Wire, tag_field="kind"):
+    """Base of event payloads; the tag is the camelCase class name without `Event`."""
+
+
+class TurnStartedEvent(Ev, tag="turnStarted"):
+    prompt: str
+    model: str
+
+
+class TextDeltaEvent(Ev, tag="textDelta"):
+    text: str
+    """May hold several coalesced model deltas."""
+
+
+class ThinkingDeltaEvent(Ev, tag="thinkingDelta"):
+    text: str
+
+
+class ToolCallStartedEvent(Ev, tag="toolCallStarted"):
+    """The model began a tool call; its input is still streaming."""
+
+    tool_call_id: str
+    tool: str
+
+
+class ToolCallInputEvent(Ev, tag="toolCallInput"):
+    """The tool call's input is complete."""
+
+    tool_call_id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+    """One human line, e.g. `Read src/app.py`."""
+
+
+ToolStatus = Literal["ok", "error", "rejected", "cancelled"]
+
+
+class ToolCallFinishedEvent(Ev, tag="toolCallFinished"):
+    tool_call_id: str
+    tool: str
+    status: ToolStatus
+    summary: str
+    """One line: `42 lines`, `exit 0`, `1 replacement`, or the error message."""
+    diff: str | None = None
+    """For edits that ran: the unified diff applied. Omitted: not an edit."""
+
+
+class PermissionAskedEvent(Ev, tag="permissionAsked"):
+    tool_call_id: str
+    title: str
+    preview: Preview | None = None
+
+
+class PermissionAnsweredEvent(Ev, tag="permissionAnswered"):
+    tool_call_id: str
+    decision: PermissionDecision
+    rule: str | None = None
+    """With `allowAlways`: the rule saved."""
+    reason: str | None = None
+    """Set when the daemon decided without asking (a rule, the mode, no client support)."""
+
+
+class RetryEvent(Ev, tag="retry"):
+    attempt: int
+    """1 for the first retry."""
+    max_attempts: int
+    delay_ms: int
+    error: ErrorInfo
+
+
+class UsageEvent(Ev, tag="usage"):
+    usage: Usage
+    """Totals for the turn so far."""
+
+
+class ErrorEvent(Ev, tag="error"):
+    error: ErrorInfo
+
+
+Event = Union[
+    TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
+    ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
+    RetryEvent, UsageEvent, ErrorEvent,
+]
+
+EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__
+
+
+class TurnEventParams(Wire):
+    session_id: str
+    turn_id: str
+    seq: int
+    """Starts at 0 for each turn and increases by one per event: a gap means a lost event."""
+    event: Event
+
+
+def event_kind(cls: type[Ev]) -> str:
+    return msgspec.inspect.type_info(cls).tag

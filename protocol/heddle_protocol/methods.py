@@ -1,0 +1,55 @@
+"""The method table: the single list that drives registration, schema and client constants."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from heddle_protocol import types as t
+from heddle_protocol.events import TurnEventParams
+
+
+class Direction(enum.Enum):
+    CLIENT_TO_SERVER = "clientToServer"
+    SERVER_TO_CLIENT = "serverToClient"
+
+
+class Kind(enum.Enum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    direction: Direction
+    kind: Kind
+    params: type
+    result: type | None
+    doc: str
+
+
+METHODS: tuple[Method, ...] = (
+    Method("session/new", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.SessionNewParams, t.SessionNewResult,
+           "Open a session on a workspace folder."),
+    Method("turn/start", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.TurnStartParams, t.TurnStartResult,
+           "Run one user prompt to its end; stays open while the turn runs."),
+    Method("turn/cancel", Direction.CLIENT_TO_SERVER, Kind.NOTIFICATION,
+           t.TurnCancelParams, None,
+           "Cancel the running turn of a session. Idempotent."),
+    Method("turn/event", Direction.SERVER_TO_CLIENT, Kind.NOTIFICATION,
+           TurnEventParams, None,
+           "Progress of a running turn."),
+    Method("permission/request", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
+           t.PermissionRequestParams, t.PermissionRequestResult,
+           "Ask the user whether a tool call may run."),
+)
+
+_BY_NAME = {m.name: m for m in METHODS}
+
+
+def method(name: str) -> Method:
+    """The table entry for `name`; KeyError if Heddle has no such method."""
+    return _BY_NAME[name]

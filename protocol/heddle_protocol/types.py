@@ -1,0 +1,189 @@
+"""Request, result and shared value types of the wire (snake_case here, camelCase on the wire).
+
+Every optional field documents what omitting it means. Paths on the wire are absolute.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+PROTOCOL_VERSION = 0
+"""Bumped on every incompatible change; clients compare it with what `initialize` returns."""
+
+
+class Wire(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Base of every wire type: camelCase names, unknown fields ignored, defaults omitted."""
+
+
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+"""`default`: read-only tools run, everything else asks. `acceptEdits`: file edits run without
+asking, shell still asks. `plan`: read-only; edits and shell are refused with a message to the
+model. `bypassPermissions`: everything runs without asking."""
+
+TerminalReason = Literal[
+    "completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit",
+    "stopHookPrevented", "hookStopped", "tokenBudget",
+]
+"""Why a turn ended; `protocol/README.md` documents each."""
+
+CancelPhase = Literal["streaming", "tools"]
+
+
+# --- initialize -------------------------------------------------------------------------------
+
+class ClientHeddleCapabilities(Wire):
+    """Sent by the client as `capabilities.experimental.heddle` in `initialize`."""
+
+    permission_requests: bool = False
+    """The client answers `permission/request`. Omitted: false, so every tool that would ask
+    gets the permission mode's safe default (refused, with the reason in the tool result)."""
+
+
+class ServerHeddleCapabilities(Wire):
+    """Returned as `capabilities.experimental.heddle` in the `initialize` result."""
+
+    protocol_version: int
+    server_version: str
+    methods: list[str]
+    """Every Heddle method name this daemon implements, both directions."""
+    event_kinds: list[str]
+    """Every `kind` a `turn/event` may carry."""
+    tools: list[str]
+    """Names of the tools the agent can use."""
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+class SessionNewParams(Wire):
+    workspace: str
+    """Absolute path of the workspace folder; tools resolve relative paths against it."""
+    model: str | None = None
+    """Model id. Omitted: the daemon's configured default (`HEDDLE_MODEL`, else the built-in)."""
+    permission_mode: PermissionMode | None = None
+    """Omitted: `default`."""
+    system_prompt: str | None = None
+    """Extra instructions appended to Heddle's system prompt. Omitted: none."""
+
+
+class SessionNewResult(Wire):
+    session_id: str
+    workspace: str
+    model: str
+    permission_mode: PermissionMode
+
+
+# --- turns ------------------------------------------------------------------------------------
+
+class LineRange(Wire):
+    start_line: int
+    """1-based, inclusive."""
+    end_line: int
+    """1-based, inclusive."""
+
+
+class ContextItem(Wire):
+    """Something the user is looking at, sent along with the prompt."""
+
+    path: str
+    """Absolute path of the file."""
+    text: str | None = None
+    """The selected text (or the unsaved buffer). Omitted: the model is told the path only."""
+    range: LineRange | None = None
+    """The selected lines. Omitted: the whole file (or no particular place)."""
+    language: str | None = None
+    """Language id, e.g. `python`. Omitted: unknown."""
+
+
+class TurnStartParams(Wire):
+    session_id: str
+    prompt: str
+    context: list[ContextItem] = []
+    """The active file, selection, ... Omitted: none."""
+    max_turns: int | None = None
+    """Upper bound on model calls in this turn. Omitted: the daemon's default (100)."""
+
+
+class Usage(Wire):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    model_calls: int = 0
+    """Model requests made (retries included)."""
+
+
+class ErrorInfo(Wire):
+    code: str
+    """Stable classification: `overloaded`, `rateLimited`, `serverError`, `connection`, `timeout`,
+    `streamInterrupted`, `promptTooLong`, `invalidRequest`, `authentication`, `permission`,
+    `notFound`, `internal`."""
+    message: str
+    status: int | None = None
+    """HTTP status of the failed model request. Omitted: not an HTTP error."""
+    retryable: bool = False
+
+
+class TurnStartResult(Wire):
+    turn_id: str
+    reason: TerminalReason
+    usage: Usage
+    cancel_phase: CancelPhase | None = None
+    """Only with reason `cancelled`: whether the model was streaming or tools were running."""
+    error: ErrorInfo | None = None
+    """Only with an error reason (`modelError`, `promptTooLong`, ...). Omitted: no error."""
+    text: str = ""
+    """The final assistant text of the turn."""
+
+
+class TurnCancelParams(Wire):
+    session_id: str
+    turn_id: str | None = None
+    """Cancel only if this turn is the running one. Omitted: whatever turn is running."""
+
+
+# --- permission -------------------------------------------------------------------------------
+
+class DiffPreview(Wire, tag="diff", tag_field="kind"):
+    path: str
+    diff: str
+    """Unified diff of the change."""
+
+
+class CommandPreview(Wire, tag="command", tag_field="kind"):
+    command: str
+    cwd: str
+
+
+Preview = DiffPreview | CommandPreview
+
+PermissionDecision = Literal["allowOnce", "allowAlways", "reject"]
+
+
+class PermissionOption(Wire):
+    decision: PermissionDecision
+    label: str
+    rule: str | None = None
+    """With `allowAlways`: the rule that would be saved, e.g. `Bash(git status:*)`."""
+
+
+class PermissionRequestParams(Wire):
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+    """One human line: `Edit src/app.py`, `Run: pytest -x`."""
+    options: list[PermissionOption]
+    preview: Preview | None = None
+    """Omitted: nothing to preview beyond the title."""
+
+
+class PermissionRequestResult(Wire):
+    decision: PermissionDecision
+    rule: str | None = None
+    """With `allowAlways`: the rule to save, possibly edited. Omitted: the offered rule."""
+    message: str | None = None
+    """With `reject`: told to the model as the tool result. Omitted: a generic refusal."""

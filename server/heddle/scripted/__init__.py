@@ -1,0 +1,13 @@
+"""The scripted model: a local HTTP server that speaks the Anthropic Messages API.
+
+Tests, the demo and benchmarks point the real `anthropic` SDK at it. Each model name is a
+scenario: a list of scripted responses, including faults. See docs/scripted-model.md.
+"""
+
+from .scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+from .server import RecordedRequest, ScriptedServer
+
+__all__ = [
+    "RecordedRequest", "Scenario", "ScenarioError", "ScriptedServer", "load_scenario",
+    "parse_scenario",
+]

@@ -1,0 +1,219 @@
+"""Request checks the real Messages API makes, with messages close to the API's own.
+
+`check_request` returns the error message of the first problem found, or None. It is pure:
+the server turns a message into a 400 `invalid_request_error` and consumes no step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+__all__ = ["check_request", "estimate_input_tokens", "estimate_tokens", "last_user_text"]
+
+_USER_BLOCKS = {"text", "image", "document", "tool_result", "search_result"}
+_ASSISTANT_BLOCKS = {
+    "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
+    "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+}
+_encode = msgspec.json.Encoder().encode
+
+
+def estimate_tokens(chars: int) -> int:
+    return math.ceil(chars / 4)
+
+
+def _json_chars(value: Any) -> int:
+    return len(_encode(value).decode()) if value is not None else 0
+
+
+def estimate_input_tokens(body: dict[str, Any]) -> int:
+    """ceil(characters of compact JSON of system, messages and tools / 4); absent counts 0."""
+    return estimate_tokens(sum(_json_chars(body.get(k)) for k in ("system", "messages", "tools")))
+
+
+def last_user_text(messages: list[Any]) -> str:
+    """Text of the last user message: text blocks and tool_result contents, concatenated."""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "tool_result":
+            parts.append(_text_of(block.get("content")))
+    return "".join(parts)
+
+
+def check_request(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "body: Input should be a valid dictionary"
+    for field in ("model", "max_tokens", "messages"):
+        if field not in body:
+            return f"{field}: Field required"
+    return (_check_params(body) or _check_tools(body.get("tools"))
+            or _check_messages(body["messages"]))
+
+
+def _check_params(body: dict[str, Any]) -> str | None:
+    if not isinstance(body["model"], str) or not body["model"]:
+        return "model: Input should be a valid string"
+    max_tokens = body["max_tokens"]
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+        return "max_tokens: Input should be a valid integer"
+    if max_tokens < 1:
+        return "max_tokens: Input should be greater than or equal to 1"
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return "stream: Input should be a valid boolean"
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        return "system: Input should be a valid string or a list of text blocks"
+    temperature = body.get("temperature")
+    if temperature is not None and not (isinstance(temperature, (int, float))
+                                        and 0 <= temperature <= 1):
+        return "temperature: Input should be a number between 0 and 1"
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if max_tokens <= budget:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
+    return None
+
+
+def _check_tools(tools: Any) -> str | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "tools: Input should be a valid list"
+    names: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            return f"tools.{i}.name: Field required"
+        if "type" not in tool or tool.get("type") == "custom":
+            if not isinstance(tool.get("input_schema"), dict):
+                return f"tools.{i}.custom.input_schema: Field required"
+        if tool["name"] in names:
+            return "tools: Tool names must be unique."
+        names.add(tool["name"])
+    return None
+
+
+def _check_messages(messages: Any) -> str | None:
+    if not isinstance(messages, list):
+        return "messages: Input should be a valid list"
+    if not messages:
+        return "messages: at least one message is required"
+    seen_tool_ids: set[str] = set()
+    previous_tool_ids: list[str] = []
+    previous_role = None
+    for n, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"messages.{n}: Input should be a valid dictionary"
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return f"messages.{n}.role: Input should be 'user' or 'assistant'"
+        if n == 0 and role != "user":
+            return 'messages: first message must use the "user" role'
+        if role == previous_role:
+            return (f'messages: roles must alternate between "user" and "assistant", '
+                    f'but found multiple "{role}" roles in a row')
+        content = message.get("content")
+        is_final = n == len(messages) - 1
+        error = _check_content(n, role, content, is_final)
+        if error:
+            return error
+        blocks = content if isinstance(content, list) else []
+        if role == "assistant":
+            error = _check_assistant(n, blocks, seen_tool_ids)
+            if error:
+                return error
+            previous_tool_ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+            if previous_tool_ids and is_final:
+                return _missing_results(n, previous_tool_ids)
+        else:
+            error = _check_results(n, blocks, previous_tool_ids)
+            if error:
+                return error
+            previous_tool_ids = []
+        previous_role = role
+    return None
+
+
+def _check_content(n: int, role: str, content: Any, is_final: bool) -> str | None:
+    empty_ok = role == "assistant" and is_final
+    if isinstance(content, str):
+        if not content and not empty_ok:
+            return (f"messages.{n}: all messages must have non-empty content except for "
+                    "the optional final assistant message")
+        return None
+    if not isinstance(content, list):
+        return f"messages.{n}.content: Input should be a valid string or list"
+    if not content and not empty_ok:
+        return (f"messages.{n}: all messages must have non-empty content except for "
+                "the optional final assistant message")
+    allowed = _USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS
+    for m, block in enumerate(content):
+        where = f"messages.{n}.content.{m}"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            return f"{where}: Input should be a valid dictionary with a `type`"
+        kind = block["type"]
+        if kind not in allowed:
+            return (f"{where}.type: Input tag '{kind}' found using 'type' does not match any "
+                    f"of the expected tags for a {role} message")
+        if kind == "text" and (not isinstance(block.get("text"), str) or not block["text"]):
+            return f"{where}.text: text content blocks must be non-empty"
+        if kind == "tool_use" and not (isinstance(block.get("id"), str)
+                                       and isinstance(block.get("name"), str)
+                                       and isinstance(block.get("input"), dict)):
+            return f"{where}: `tool_use` blocks need a string `id`, a `name` and an object `input`"
+        if kind == "tool_result" and not isinstance(block.get("tool_use_id"), str):
+            return f"{where}.tool_use_id: Field required"
+        if kind == "thinking" and not isinstance(block.get("signature"), str):
+            return f"{where}.thinking.signature: Field required"
+    return None
+
+
+def _check_assistant(n: int, blocks: list[dict[str, Any]], seen: set[str]) -> str | None:
+    if blocks and blocks[-1].get("type") == "thinking":
+        return (f"messages.{n}.content.{len(blocks) - 1}: "
+                "The final block in an assistant message cannot be `thinking`.")
+    for m, block in enumerate(blocks):
+        if block.get("type") == "tool_use":
+            if block["id"] in seen:
+                return f"messages.{n}.content.{m}: `tool_use` ids must be unique"
+            seen.add(block["id"])
+    return None
+
+
+def _missing_results(n: int, ids: list[str]) -> str:
+    return (f"messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately "
+            f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding "
+            "`tool_result` block in the next message.")
+
+
+def _check_results(n: int, blocks: list[dict[str, Any]], expected: list[str]) -> str | None:
+    answered: list[str] = []
+    for m, block in enumerate(blocks):
+        if block.get("type") != "tool_result":
+            continue
+        tool_use_id = block["tool_use_id"]
+        if tool_use_id not in expected or tool_use_id in answered:
+            return (f"messages.{n}.content.{m}: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {tool_use_id}. Each `tool_result` block must have "
+                    "a corresponding `tool_use` block in the previous message.")
+        answered.append(tool_use_id)
+    missing = [i for i in expected if i not in answered]
+    return _missing_results(n - 1, missing) if missing else None

@@ -241,7 +241,8 @@ class ScriptedServer:
                                      "it is not valid JSON.")
         name = body.get("model") if isinstance(body, dict) else None
         name = name if isinstance(name, str) else None
-        error = check_request(body)
+        counting = request.path.endswith("count_tokens")
+        error = check_request(body, counting=counting)
         if error is not None:
             return await reject(400, error, name, None, body)
         with self._lock:
@@ -251,7 +252,7 @@ class ScriptedServer:
         input_tokens = estimate_input_tokens(body)
         if input_tokens > scenario.context_window:
             return await reject(400, _too_long(input_tokens, scenario), name, None, body)
-        if request.path.endswith("count_tokens"):
+        if counting:
             self._record(name, None, body, request.headers, 200, request.path)
             return await send_json(writer, 200, {"input_tokens": input_tokens},
                                    request_id=request_id, keep_alive=keep)

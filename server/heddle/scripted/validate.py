@@ -56,10 +56,11 @@ def _text_of(content: Any) -> str:
     return "".join(parts)
 
 
-def check_request(body: Any) -> str | None:
+def check_request(body: Any, *, counting: bool = False) -> str | None:
+    """Check a /v1/messages body; `counting` for /v1/messages/count_tokens (no max_tokens)."""
     if not isinstance(body, dict):
         return "body: Input should be a valid dictionary"
-    for field in ("model", "max_tokens", "messages"):
+    for field in ("model", "messages") if counting else ("model", "max_tokens", "messages"):
         if field not in body:
             return f"{field}: Field required"
     return (_check_params(body) or _check_tools(body.get("tools"))
@@ -69,7 +70,7 @@ def check_request(body: Any) -> str | None:
 def _check_params(body: dict[str, Any]) -> str | None:
     if not isinstance(body["model"], str) or not body["model"]:
         return "model: Input should be a valid string"
-    max_tokens = body["max_tokens"]
+    max_tokens = body.get("max_tokens", 1_000_000)
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
         return "max_tokens: Input should be a valid integer"
     if max_tokens < 1:

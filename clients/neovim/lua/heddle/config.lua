@@ -1,0 +1,158 @@
+--- Heddle's options: the documented defaults, their validation, and the options in effect.
+---
+--- `set()` always merges over the defaults (never over earlier options), so calling
+--- `setup()` twice with the same table gives the same result. An invalid option is reported
+--- and replaced by its default rather than breaking the editor.
+local M = {}
+
+--- The defaults; `:help heddle-config` documents each one.
+M.defaults = {
+  -- Command that starts the daemon; it speaks JSON-RPC with LSP framing on stdio.
+  cmd = { 'heddle', 'serve' },
+  -- Extra environment variables for the daemon, e.g. { ANTHROPIC_API_KEY = '...' }.
+  cmd_env = nil,
+  -- Model of new sessions. nil: the daemon's default (HEDDLE_MODEL, else its built-in one).
+  model = nil,
+  -- Permission mode of new sessions: 'default', 'acceptEdits', 'plan' or 'bypassPermissions'.
+  -- nil: the daemon's default ('default').
+  permission_mode = nil,
+  -- Workspace folder of new sessions: a path, or a function returning one. nil: the
+  -- current directory (|:pwd|) when the session starts.
+  workspace = nil,
+  -- Send the current file's path along with a prompt given without a range.
+  send_current_file = true,
+  window = {
+    -- Where the output split opens: 'right', 'left', 'above' or 'below'.
+    position = 'right',
+    -- Width (or height for 'above'/'below'): a fraction of the editor, or a number of cells.
+    size = 0.4,
+    -- Move the cursor into the output window when it opens.
+    enter = false,
+  },
+}
+
+local permission_modes = { default = true, acceptEdits = true, plan = true, bypassPermissions = true }
+local positions = { right = true, left = true, above = true, below = true }
+
+local function is_cmd(v)
+  if type(v) ~= 'table' or #v == 0 then
+    return false
+  end
+  for _, part in ipairs(v) do
+    if type(part) ~= 'string' then
+      return false
+    end
+  end
+  return true
+end
+
+--- One checker per option: returns true, or false and what was expected.
+local checks = {
+  cmd = function(v)
+    return is_cmd(v), 'a non-empty list of strings'
+  end,
+  cmd_env = function(v)
+    return v == nil or type(v) == 'table', 'nil or a table of strings'
+  end,
+  model = function(v)
+    return v == nil or (type(v) == 'string' and v ~= ''), 'nil or a model id'
+  end,
+  permission_mode = function(v)
+    return v == nil or permission_modes[v] == true,
+      "nil, 'default', 'acceptEdits', 'plan' or 'bypassPermissions'"
+  end,
+  workspace = function(v)
+    return v == nil or type(v) == 'string' or type(v) == 'function', 'nil, a path or a function'
+  end,
+  send_current_file = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
+  ['window.position'] = function(v)
+    return positions[v] == true, "'right', 'left', 'above' or 'below'"
+  end,
+  ['window.size'] = function(v)
+    return type(v) == 'number' and v > 0, 'a fraction or a number of cells'
+  end,
+  ['window.enter'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
+}
+
+--- The options in effect.
+M.options = vim.deepcopy(M.defaults)
+
+--- Problems found by the last `set()`, for `:checkhealth heddle`.
+M.problems = {}
+
+local function get(tbl, key)
+  local value = tbl
+  for part in key:gmatch('[^.]+') do
+    if type(value) ~= 'table' then
+      return nil
+    end
+    value = value[part]
+  end
+  return value
+end
+
+local function put(tbl, key, value)
+  local parts = vim.split(key, '.', { plain = true })
+  for i = 1, #parts - 1 do
+    tbl = tbl[parts[i]]
+  end
+  tbl[parts[#parts]] = value
+end
+
+local function unknown_keys(opts, defaults, prefix, out)
+  for key, value in pairs(opts) do
+    local name = prefix .. key
+    if checks[name] == nil and type(defaults[key]) ~= 'table' then
+      table.insert(out, ('unknown option `%s`'):format(name))
+    elseif type(value) == 'table' and type(defaults[key]) == 'table' and not checks[name] then
+      unknown_keys(value, defaults[key], name .. '.', out)
+    end
+  end
+end
+
+--- Merges `opts` over the defaults; invalid options are reported and keep their default.
+--- @param opts table?
+--- @return table options in effect
+function M.set(opts)
+  opts = opts or {}
+  local merged = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  -- tbl_deep_extend merges list-like tables element-wise; the command is replaced as a whole.
+  if opts.cmd ~= nil then
+    merged.cmd = opts.cmd
+  end
+  local problems = {}
+  unknown_keys(opts, M.defaults, '', problems)
+  for key, check in pairs(checks) do
+    local ok, expected = check(get(merged, key))
+    if not ok then
+      table.insert(problems, ('option `%s` must be %s; using the default'):format(key, expected))
+      put(merged, key, vim.deepcopy(get(M.defaults, key)))
+    end
+  end
+  table.sort(problems)
+  M.options = merged
+  M.problems = problems
+  if #problems > 0 then
+    vim.notify('heddle: ' .. table.concat(problems, '\n'), vim.log.levels.WARN)
+  end
+  return merged
+end
+
+--- The workspace folder for a new session, as an absolute path.
+--- @return string
+function M.workspace()
+  local ws = M.options.workspace
+  if type(ws) == 'function' then
+    ws = ws()
+  end
+  if type(ws) ~= 'string' or ws == '' then
+    ws = vim.fn.getcwd()
+  end
+  return (vim.fn.fnamemodify(vim.fs.normalize(ws), ':p'):gsub('(.)/$', '%1'))
+end
+
+return M

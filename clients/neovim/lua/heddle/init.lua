@@ -1,0 +1,64 @@
+--- Heddle for Neovim: a coding agent that works in your editor.
+---
+--- This module is the public API; `:help heddle` documents it. Nothing starts until the first
+--- prompt: the daemon is spawned then, through Neovim's built-in LSP client.
+local M = {}
+
+--- Sets the options, merged over the defaults (`:help heddle-config`). Calling it again
+--- replaces the earlier options; calling it at all is optional.
+--- @param opts table?
+function M.setup(opts)
+  require('heddle.config').set(opts)
+  return M
+end
+
+--- Runs `prompt` in the current session. Without a prompt, asks for one with `vim.ui.input`.
+--- @param prompt string?
+--- @param opts { range: integer[]?, buf: integer? }?  `range` = `{ line1, line2 }` sends those lines
+function M.run(prompt, opts)
+  opts = opts or {}
+  local buf = opts.buf or vim.api.nvim_get_current_buf()
+  local context = require('heddle.context').collect(buf, opts.range)
+  if prompt == nil or vim.trim(prompt) == '' then
+    vim.ui.input({ prompt = 'Heddle: ' }, function(input)
+      if input and vim.trim(input) ~= '' then
+        require('heddle.session').run(vim.trim(input), context)
+      end
+    end)
+    return
+  end
+  return require('heddle.session').run(vim.trim(prompt), context)
+end
+
+--- Cancels the running turn. Returns false if no turn runs.
+function M.cancel()
+  return require('heddle.session').cancel()
+end
+
+--- Starts a new session (cancelling a running turn), then runs `prompt` in it if given.
+--- @param prompt string?
+function M.new(prompt, opts)
+  require('heddle.session').new()
+  if prompt and vim.trim(prompt) ~= '' then
+    return M.run(prompt, opts)
+  end
+end
+
+--- Shows the transcript of the current session and moves the cursor into it.
+--- With `daemon = true`, opens the log file where the daemon's messages go instead.
+--- @param opts { daemon: boolean? }?
+function M.log(opts)
+  if opts and opts.daemon then
+    vim.cmd.tabnew(vim.fn.fnameescape(vim.lsp.log.get_filename()))
+    return
+  end
+  require('heddle.session').show(true)
+end
+
+--- Where things stand: `{ state = 'idle'|'starting'|'running'|'waiting', session_id, turn_id,
+--- buf, last }`, `last` being the result of the last turn.
+function M.status()
+  return require('heddle.session').status()
+end
+
+return M

@@ -1,0 +1,238 @@
+--- Conversations and turns: what `:AgentRun`, `:AgentCancel` and `:AgentNew` do.
+---
+--- A conversation is one daemon session and its transcript. Prompts continue the current
+--- conversation until `new()` starts another; the daemon session is opened on the first prompt.
+--- One turn runs at a time. A turn is a `turn/start` request that stays open until the turn
+--- ends; its `turn/event` notifications and `permission/request`s are routed by session id.
+local client = require('heddle.client')
+local config = require('heddle.config')
+local permission = require('heddle.permission')
+local protocol = require('heddle.protocol')
+local ui = require('heddle.ui')
+
+local methods = protocol.methods
+-- The generated protocol table has no error codes; this one is ErrorCode.SESSION_NOT_FOUND.
+local SESSION_NOT_FOUND = -32010
+local M = {}
+
+---@class heddle.Conversation
+---@field number integer
+---@field id string? daemon session id, once `session/new` answered
+---@field info table? the `session/new` result
+---@field transcript heddle.Transcript
+
+---@class heddle.Turn
+---@field conversation heddle.Conversation
+---@field id string? turn id, from the first `turn/event`
+---@field cancelled boolean
+---@field waiting boolean a permission prompt is open
+
+local current = nil ---@type heddle.Conversation?
+local turn = nil ---@type heddle.Turn?
+local by_session = {} ---@type table<string, heddle.Conversation>
+local count = 0
+local last = nil ---@type table? how the last turn ended: the `turn/start` result, or `{ error }`
+
+local function notify(message, level)
+  vim.notify('heddle: ' .. message, level or vim.log.levels.INFO)
+end
+
+local function window_opts(replaces)
+  local w = config.options.window
+  return { position = w.position, size = w.size, enter = w.enter, replaces = replaces }
+end
+
+local function new_conversation()
+  count = count + 1
+  local previous = current and current.transcript.buf
+  current = { number = count, transcript = ui.new(('heddle://session/%d'):format(count)) }
+  return current, previous
+end
+
+local function end_turn(t, result, err)
+  if t.ended then
+    return
+  end
+  t.ended = true
+  t.conversation.transcript:end_turn(result, err)
+  if turn == t then
+    turn = nil
+    last = result or { error = err }
+  end
+  if err and err.code == SESSION_NOT_FOUND then
+    t.conversation.id = nil
+  end
+  vim.api.nvim_exec_autocmds('User', {
+    pattern = 'HeddleTurnDone',
+    modeline = false,
+    data = { result = result, error = err, buf = t.conversation.transcript.buf },
+  })
+end
+
+--- Opens the daemon session of `conv` if it has none, then calls `cb(err)`.
+local function with_session(conv, cb)
+  if conv.id then
+    return cb(nil)
+  end
+  local opts = config.options
+  local params = {
+    workspace = config.workspace(),
+    model = opts.model,
+    permissionMode = opts.permission_mode,
+  }
+  client.request(methods.SESSION_NEW, params, function(err, result)
+    if err then
+      return cb(err)
+    end
+    conv.id, conv.info = result.sessionId, result
+    by_session[conv.id] = conv
+    cb(nil)
+  end)
+end
+
+--- Starts a turn with `prompt` in the current conversation.
+--- @param prompt string
+--- @param context table[] context items (see `heddle.context`)
+function M.run(prompt, context)
+  if turn then
+    notify('a turn is running; :AgentCancel stops it', vim.log.levels.WARN)
+    return false
+  end
+  local conv, previous = current, nil
+  if not conv then
+    conv, previous = new_conversation()
+  end
+  conv.transcript:show(window_opts(previous))
+  conv.transcript:begin_turn(prompt, context)
+  local t = { conversation = conv, cancelled = false, waiting = false }
+  turn = t
+  local function fail(err)
+    end_turn(t, nil, type(err) == 'table' and err or { message = tostring(err) })
+  end
+  client.with_client(function(_, err)
+    if err then
+      return fail(err)
+    end
+    with_session(conv, function(serr)
+      if serr then
+        return fail(serr)
+      end
+      if t.cancelled then
+        return end_turn(t, { reason = 'cancelled', usage = {} })
+      end
+      local params = { sessionId = conv.id, prompt = prompt }
+      if context and #context > 0 then
+        params.context = context
+      end
+      client.request(methods.TURN_START, params, function(terr, result)
+        if terr then
+          return fail(terr)
+        end
+        end_turn(t, result)
+      end)
+    end)
+  end)
+  return true
+end
+
+--- Cancels the running turn; returns false if none runs.
+function M.cancel()
+  local t = turn
+  if not t then
+    notify('no turn is running')
+    return false
+  end
+  t.cancelled = true
+  if t.conversation.id then
+    -- Without a turn id yet, the daemon cancels whatever turn the session runs.
+    client.notify(methods.TURN_CANCEL, { sessionId = t.conversation.id, turnId = t.id })
+  end
+  return true
+end
+
+--- Starts a new conversation; a running turn is cancelled and finishes in the old transcript.
+function M.new()
+  if turn then
+    M.cancel()
+    turn = nil
+  end
+  local conv, previous = new_conversation()
+  conv.transcript:show(window_opts(previous))
+end
+
+--- Shows the current conversation's transcript (opening an empty one if there is none).
+--- @param enter boolean? move the cursor into it
+function M.show(enter)
+  local conv, previous = current, nil
+  if not conv then
+    conv, previous = new_conversation()
+  end
+  local opts = window_opts(previous)
+  if enter ~= nil then
+    opts.enter = enter
+  end
+  return conv.transcript:show(opts)
+end
+
+--- Where things stand, for statuslines and scripts.
+function M.status()
+  local state = 'idle'
+  if turn then
+    state = turn.waiting and 'waiting' or (turn.conversation.id and 'running' or 'starting')
+  end
+  return {
+    state = state,
+    session_id = current and current.id,
+    turn_id = turn and turn.id,
+    buf = current and current.transcript.buf,
+    last = last,
+  }
+end
+
+--- The transcript buffer of the current conversation, if any.
+function M.buffer()
+  return current and current.transcript.buf
+end
+
+client.handlers[methods.TURN_EVENT] = function(params)
+  local conv = by_session[params.sessionId]
+  if not conv then
+    return
+  end
+  if turn and turn.conversation == conv then
+    turn.id = turn.id or params.turnId
+  end
+  conv.transcript:event(params.event)
+end
+
+client.handlers[methods.PERMISSION_REQUEST] = function(params)
+  local conv = by_session[params.sessionId]
+  local t = turn
+  if not conv or not t or t.conversation ~= conv or t.cancelled then
+    return { decision = 'reject', message = 'The turn was cancelled.' }
+  end
+  conv.transcript:permission_asked(params.toolCallId, params.title, params.preview)
+  conv.transcript:show(window_opts())
+  t.waiting = true
+  local ok, result = pcall(permission.ask, params)
+  t.waiting = false
+  if not ok then
+    notify(tostring(result), vim.log.levels.ERROR)
+    return { decision = 'reject', message = 'The permission prompt failed.' }
+  end
+  return result
+end
+
+client.on_exit = function(code)
+  for id, conv in pairs(by_session) do
+    conv.id = nil
+    by_session[id] = nil
+  end
+  if turn then
+    end_turn(turn, nil, { message = ('the daemon exited (code %d)'):format(code or -1) })
+  elseif current and code ~= 0 then
+    current.transcript:note(('the daemon exited (code %d); the next prompt starts a new session'):format(code or -1))
+  end
+end
+
+return M

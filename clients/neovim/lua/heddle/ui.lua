@@ -1,0 +1,433 @@
+--- The output buffer: a markdown transcript of one session, written as the daemon works.
+---
+--- Streamed text is batched and written at most every few milliseconds, so a fast stream
+--- costs a handful of buffer updates rather than one per delta. Each tool call is one line,
+--- found again through an extmark, that is rewritten in place as its status changes; its
+--- diff or command preview sits in the lines just below it. Windows whose cursor is on the
+--- last line keep following the tail; a user who moved away is left alone.
+local M = {}
+
+local api = vim.api
+local ns = api.nvim_create_namespace('heddle')
+local FLUSH_MS = 20
+
+local icons = { running = '⋯', waiting = '?', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
+local words = {
+  running = '',
+  waiting = 'waiting for permission',
+  ok = '',
+  error = 'failed',
+  rejected = 'rejected',
+  cancelled = 'cancelled',
+}
+
+local reasons = {
+  completed = 'completed',
+  cancelled = 'cancelled',
+  maxTurns = 'stopped: too many model calls',
+  promptTooLong = 'stopped: the conversation is too long for the model',
+  modelError = 'stopped: model error',
+  blockingLimit = 'stopped: context limit reached',
+  stopHookPrevented = 'stopped by a hook',
+  hookStopped = 'stopped by a hook',
+  tokenBudget = 'stopped: token budget spent',
+}
+
+---@class heddle.Transcript
+---@field buf integer
+---@field tools table<string, table>
+---@field tail 'empty'|'header'|'text'|'item'|'footer'
+local Transcript = {}
+Transcript.__index = Transcript
+
+local function new_buffer(name)
+  local buf = api.nvim_create_buf(false, true)
+  local bo = vim.bo[buf]
+  bo.buftype = 'nofile'
+  bo.bufhidden = 'hide'
+  bo.swapfile = false
+  bo.undolevels = -1
+  pcall(api.nvim_buf_set_name, buf, name)
+  bo.filetype = 'markdown'
+  bo.modifiable = false
+  return buf
+end
+
+--- A new, empty transcript in a scratch buffer called `name`.
+--- @return heddle.Transcript
+function M.new(name)
+  local self = setmetatable({ name = name, pending = {}, flush_scheduled = false }, Transcript)
+  self:_reset()
+  return self
+end
+
+function Transcript:_reset()
+  self.buf = new_buffer(self.name)
+  self.tools = {}
+  self.tail = 'empty'
+  self.text_start = 0
+end
+
+function Transcript:valid()
+  return api.nvim_buf_is_valid(self.buf)
+end
+
+--- All lines of the transcript (pending text included).
+function Transcript:lines()
+  self:flush()
+  return api.nvim_buf_get_lines(self.buf, 0, -1, false)
+end
+
+-- Writing ------------------------------------------------------------------------------------
+
+--- Runs `fn()` with the buffer modifiable, then moves windows that were at the tail to the new end.
+function Transcript:_edit(fn)
+  if not self:valid() then
+    self.name = self.name .. '+'
+    self:_reset()
+  end
+  local buf = self.buf
+  local last = api.nvim_buf_line_count(buf)
+  local following = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if api.nvim_win_get_cursor(win)[1] >= last then
+      table.insert(following, win)
+    end
+  end
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(fn, buf)
+  vim.bo[buf].modifiable = false
+  local new_last = api.nvim_buf_line_count(buf)
+  for _, win in ipairs(following) do
+    api.nvim_win_set_cursor(win, { new_last, 0 })
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
+function Transcript:_append(buf, lines)
+  if self.tail == 'empty' then
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  else
+    api.nvim_buf_set_lines(buf, -1, -1, false, lines)
+  end
+end
+
+--- Appends whole lines of one kind, with a blank line between different kinds.
+function Transcript:_block(kind, lines)
+  self:flush()
+  self:_edit(function(buf)
+    if self.tail == 'text' then
+      -- Drop blank lines the text ended with, so exactly one separates it from the block.
+      local count = api.nvim_buf_line_count(buf)
+      while count > self.text_start + 1 and api.nvim_buf_get_lines(buf, count - 1, count, false)[1] == '' do
+        api.nvim_buf_set_lines(buf, count - 1, count, false, {})
+        count = count - 1
+      end
+    end
+    local out = {}
+    if self.tail ~= 'empty' and not (self.tail == 'item' and kind == 'item') then
+      table.insert(out, '')
+    end
+    vim.list_extend(out, lines)
+    self:_append(buf, out)
+  end)
+  self.tail = kind
+  return api.nvim_buf_line_count(self.buf) - #lines
+end
+
+function Transcript:_write_text(text)
+  if self.tail ~= 'text' then
+    text = text:gsub('^\n+', '')
+    if text == '' then
+      return
+    end
+  end
+  self:_edit(function(buf)
+    if self.tail ~= 'text' then
+      self:_append(buf, self.tail == 'empty' and { '' } or { '', '' })
+      self.text_start = api.nvim_buf_line_count(buf) - 1
+      self.tail = 'text'
+    end
+    local row = api.nvim_buf_line_count(buf) - 1
+    local col = #api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+    api.nvim_buf_set_text(buf, row, col, row, col, vim.split(text, '\n', { plain = true }))
+  end)
+end
+
+--- Queues streamed text; it is written within FLUSH_MS, or by the next flush().
+function Transcript:text(text)
+  table.insert(self.pending, text)
+  if not self.flush_scheduled then
+    self.flush_scheduled = true
+    vim.defer_fn(function()
+      self:flush()
+    end, FLUSH_MS)
+  end
+end
+
+--- Writes queued text now.
+function Transcript:flush()
+  self.flush_scheduled = false
+  if #self.pending == 0 then
+    return
+  end
+  local text = table.concat(self.pending)
+  self.pending = {}
+  self:_write_text(text)
+end
+
+-- Turns --------------------------------------------------------------------------------------
+
+local function display_path(path)
+  return vim.fn.fnamemodify(path, ':~:.')
+end
+
+--- Shows the prompt that starts a turn, and what went with it.
+--- @param prompt string
+--- @param context table[] context items as sent to the daemon
+function Transcript:begin_turn(prompt, context)
+  local prompt_lines = vim.split(vim.trim(prompt), '\n', { plain = true })
+  local lines = { '## ' .. prompt_lines[1] }
+  for i = 2, #prompt_lines do
+    table.insert(lines, '> ' .. prompt_lines[i])
+  end
+  for _, item in ipairs(context or {}) do
+    if item.range then
+      table.insert(lines, ('_selection: %s:%d-%d_'):format(
+        display_path(item.path), item.range.startLine, item.range.endLine))
+    else
+      table.insert(lines, ('_file: %s_'):format(display_path(item.path)))
+    end
+  end
+  self.usage = nil
+  self:_block('header', lines)
+end
+
+local function footer(result)
+  local parts = { reasons[result.reason] or result.reason }
+  if result.reason == 'cancelled' and result.cancelPhase then
+    parts[1] = result.cancelPhase == 'tools' and 'cancelled while tools ran'
+      or 'cancelled while the model was answering'
+  end
+  if type(result.error) == 'table' and result.error.message then
+    parts[1] = parts[1] .. ': ' .. result.error.message
+  end
+  local usage = result.usage
+  if type(usage) == 'table' and (usage.modelCalls or 0) > 0 then
+    table.insert(parts, ('%d model call%s'):format(usage.modelCalls, usage.modelCalls == 1 and '' or 's'))
+    table.insert(parts, ('%d tokens in, %d out'):format(usage.inputTokens or 0, usage.outputTokens or 0))
+  end
+  return '_' .. table.concat(parts, ' · ') .. '_'
+end
+
+--- Ends a turn with the result of `turn/start`, or the error it failed with.
+function Transcript:end_turn(result, err)
+  self:flush()
+  for id, tool in pairs(self.tools) do
+    if tool.status == 'running' or tool.status == 'waiting' then
+      self:_tool_update(id, { status = 'cancelled', summary = '' })
+    end
+  end
+  if err then
+    self:_block('footer', { ('_error: %s_'):format(err.message or tostring(err)) })
+  else
+    self:_block('footer', { footer(result) })
+  end
+end
+
+--- An informational line, e.g. that the daemon exited.
+function Transcript:note(text)
+  self:_block('item', { ('- %s'):format(text) })
+end
+
+-- Tool calls ---------------------------------------------------------------------------------
+
+local function tool_line(tool)
+  local line = ('- %s %s'):format(icons[tool.status], tool.title)
+  local suffix = tool.summary ~= '' and tool.summary or words[tool.status]
+  if suffix ~= '' then
+    line = line .. ' — ' .. suffix
+  end
+  if tool.rule then
+    line = line .. (' (always allowed: %s)'):format(tool.rule)
+  end
+  return line
+end
+
+function Transcript:_tool(id, name)
+  local tool = self.tools[id]
+  if tool and api.nvim_buf_is_valid(self.buf) then
+    return tool
+  end
+  tool = { title = name or 'tool', status = 'running', summary = '', details = 0 }
+  self.tools[id] = tool
+  local row = self:_block('item', { tool_line(tool) })
+  tool.mark = api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
+  return tool
+end
+
+function Transcript:_tool_row(tool)
+  return api.nvim_buf_get_extmark_by_id(self.buf, ns, tool.mark, {})[1]
+end
+
+--- Changes fields of a tool call and rewrites its line; `details` replaces the lines below it.
+function Transcript:_tool_update(id, fields, details)
+  self:flush()
+  local tool = self:_tool(id, fields.title)
+  for key, value in pairs(fields) do
+    tool[key] = value
+  end
+  self:_edit(function(buf)
+    local row = self:_tool_row(tool)
+    api.nvim_buf_set_lines(buf, row, row + 1, false, { tool_line(tool) })
+    if details then
+      api.nvim_buf_set_lines(buf, row + 1, row + 1 + tool.details, false, details)
+      tool.details = #details
+    end
+  end)
+end
+
+local function fenced(lang, text)
+  local lines = { '  ```' .. lang }
+  for _, line in ipairs(vim.split(text:gsub('\n$', ''), '\n', { plain = true })) do
+    table.insert(lines, line == '' and '' or '  ' .. line)
+  end
+  table.insert(lines, '  ```')
+  return lines
+end
+
+--- The lines that preview a permission request: the diff of an edit, or the command to run.
+local function preview_lines(preview)
+  if type(preview) ~= 'table' then
+    return nil
+  end
+  if preview.kind == 'diff' and type(preview.diff) == 'string' then
+    return fenced('diff', preview.diff)
+  elseif preview.kind == 'command' and type(preview.command) == 'string' then
+    return fenced('sh', preview.command)
+  end
+  return nil
+end
+
+--- Shows that a tool call waits for an answer, with its preview below it.
+function Transcript:permission_asked(id, title, preview)
+  local tool = self.tools[id]
+  local details = nil
+  if not (tool and tool.previewed) then
+    details = preview_lines(preview)
+  end
+  self:_tool_update(id, { title = title, status = 'waiting' }, details)
+  self.tools[id].previewed = self.tools[id].previewed or details ~= nil
+end
+
+local events = {}
+
+function events.textDelta(self, ev)
+  self:text(ev.text)
+end
+
+function events.toolCallStarted(self, ev)
+  self:flush()
+  self:_tool(ev.toolCallId, ev.tool)
+end
+
+function events.toolCallInput(self, ev)
+  self:_tool_update(ev.toolCallId, { title = ev.title or ev.tool })
+end
+
+function events.permissionAsked(self, ev)
+  self:permission_asked(ev.toolCallId, ev.title, ev.preview)
+end
+
+function events.permissionAnswered(self, ev)
+  local fields = { status = ev.decision == 'reject' and 'rejected' or 'running' }
+  if ev.decision == 'allowAlways' and ev.rule then
+    fields.rule = ev.rule
+  end
+  self:_tool_update(ev.toolCallId, fields)
+end
+
+function events.toolCallFinished(self, ev)
+  local details = nil
+  if type(ev.diff) == 'string' and ev.diff ~= '' then
+    details = fenced('diff', ev.diff)
+  end
+  self:_tool_update(ev.toolCallId, { status = ev.status, summary = ev.summary or '' }, details)
+end
+
+function events.retry(self, ev)
+  local err = type(ev.error) == 'table' and ev.error.message or ''
+  self:note(('↻ retrying in %.1f s (attempt %d of %d): %s'):format(
+    (ev.delayMs or 0) / 1000, ev.attempt or 0, ev.maxAttempts or 0, err))
+end
+
+function events.error(self, ev)
+  local err = type(ev.error) == 'table' and ev.error.message or 'unknown error'
+  self:note('✗ ' .. err)
+end
+
+--- Renders one `turn/event` payload.
+function Transcript:event(ev)
+  local render = events[ev.kind]
+  if render then
+    render(self, ev)
+  end
+end
+
+-- Window -------------------------------------------------------------------------------------
+
+--- The window showing the transcript in the current tab page, if any.
+function Transcript:window()
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(win) == self.buf then
+      return win
+    end
+  end
+  return nil
+end
+
+--- Shows the transcript in a split (reusing the window of `replaces`, a previous transcript's
+--- buffer, if one is visible) and returns the window.
+--- @param opts { position: string, size: number, enter: boolean, replaces: integer? }
+function Transcript:show(opts)
+  if not self:valid() then
+    self:_edit(function() end)
+  end
+  local win = self:window()
+  if not win and opts.replaces then
+    for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+      if api.nvim_win_get_buf(w) == opts.replaces then
+        win = w
+        api.nvim_win_set_buf(win, self.buf)
+        break
+      end
+    end
+  end
+  if not win then
+    local vertical = opts.position == 'left' or opts.position == 'right'
+    local total = vertical and vim.o.columns or vim.o.lines
+    local size = opts.size < 1 and math.floor(total * opts.size) or math.floor(opts.size)
+    win = api.nvim_open_win(self.buf, false, {
+      split = opts.position,
+      win = -1,
+      width = vertical and size or nil,
+      height = (not vertical) and size or nil,
+    })
+    local wo = vim.wo[win]
+    wo.wrap = true
+    wo.linebreak = true
+    wo.number = false
+    wo.relativenumber = false
+    wo.signcolumn = 'no'
+    wo.foldenable = false
+    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(self.buf), 0 })
+  end
+  if opts.enter then
+    api.nvim_set_current_win(win)
+  end
+  return win
+end
+
+return M

@@ -1,0 +1,45 @@
+-- Test init for a headless Neovim: loads the plugin the way a plugin manager does (its folder
+-- on 'runtimepath', so plugin/heddle.lua runs at startup) and replaces vim.ui.select and
+-- vim.ui.input with stand-ins that record what was asked and answer from a queue the test
+-- fills. Everything else is the real editor, the real plugin and the real daemon.
+vim.opt.runtimepath:prepend(vim.env.HEDDLE_NVIM_PLUGIN)
+vim.o.columns = 160
+vim.o.lines = 50
+
+local function transcript()
+  local ok, heddle = pcall(require, 'heddle')
+  local buf = ok and heddle.status().buf
+  if buf and vim.api.nvim_buf_is_valid(buf) then
+    return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  end
+  return {}
+end
+
+_G.T = {
+  -- What the pickers were asked: { prompt, kind, items, transcript } per call.
+  selects = {},
+  inputs = {},
+  -- Answers, consumed in order: a decision name for selects (nil: dismiss), text for inputs.
+  select_answers = {},
+  input_answers = {},
+}
+
+vim.ui.select = function(items, opts, on_choice)
+  local shown = {}
+  for i, item in ipairs(items) do
+    shown[i] = opts.format_item and opts.format_item(item) or tostring(item)
+  end
+  table.insert(T.selects, { prompt = opts.prompt, kind = opts.kind, items = shown, transcript = transcript() })
+  local answer = table.remove(T.select_answers, 1)
+  for _, item in ipairs(items) do
+    if type(item) == 'table' and item.decision == answer then
+      return on_choice(item)
+    end
+  end
+  on_choice(nil)
+end
+
+vim.ui.input = function(opts, on_confirm)
+  table.insert(T.inputs, { prompt = opts.prompt })
+  on_confirm(table.remove(T.input_answers, 1))
+end

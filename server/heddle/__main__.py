@@ -1,0 +1,5 @@
+"""`python -m heddle` is the `heddle` command."""
+
+from heddle.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""The `heddle` command: serve (the stdio daemon), ask (a terminal client), demo, version."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+import heddle
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "heddle"
+
+
+def setup_logging(to_file: bool = True) -> None:
+    level = os.environ.get("HEDDLE_LOG_LEVEL", "INFO").upper()
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if to_file:
+        from logging.handlers import RotatingFileHandler
+        path = Path(os.environ.get("HEDDLE_LOG_FILE") or state_dir() / "heddle.log")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handlers.append(RotatingFileHandler(path, maxBytes=5_000_000, backupCount=2))
+        except OSError as exc:
+            print(f"heddle: cannot open log file {path}: {exc}", file=sys.stderr)
+    logging.basicConfig(level=level, handlers=handlers,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("pygls", "httpx2", "httpcore2", "anthropic"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    # pygls logs every error reply with a traceback; the daemon logs real failures itself
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="heddle", description=heddle.__doc__)
+    p.add_argument("--version", action="version", version=f"heddle {heddle.__version__}")
+    p.add_argument("--stdio", action="store_true", help="serve over stdio (same as `heddle serve`)")
+    sub = p.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="run the daemon over stdio (JSON-RPC, LSP framing)")
+    serve.add_argument("--stdio", action="store_true", help="accepted for editor clients; stdio is the only transport")
+    from heddle import ask, demo
+    ask.add_arguments(sub.add_parser("ask", help="ask the agent from the terminal"))
+    demo.add_arguments(sub.add_parser("demo", help="watch a real multi-step turn on a sample project, no API key needed"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command in (None, "serve"):
+        if args.command is None and not args.stdio:
+            parser().print_help(sys.stderr)
+            return 2
+        setup_logging()
+        from heddle.rpc.server import serve_stdio
+        return serve_stdio()
+    if args.command == "ask":
+        from heddle import ask
+        return ask.run(args)
+    if args.command == "demo":
+        from heddle import demo
+        return demo.run(args)
+    return 2

@@ -1,0 +1,141 @@
+"""Core events: what the loop reports while it runs. `rpc/` turns them into wire events.
+
+The loop yields these from `query()`; tools report theirs through `ToolContext.emit`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal, Union
+
+import msgspec
+
+from heddle.loop.messages import Message
+
+
+class ErrorInfo(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+    status: int | None = None
+    retryable: bool = False
+
+
+class Usage(msgspec.Struct, frozen=True):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    model_calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(a + b for a, b in zip(msgspec.structs.astuple(self),
+                                             msgspec.structs.astuple(other))))
+
+
+class TextDelta(msgspec.Struct, frozen=True):
+    text: str
+
+
+class ThinkingDelta(msgspec.Struct, frozen=True):
+    text: str
+
+
+class ToolCallStarted(msgspec.Struct, frozen=True):
+    tool_call_id: str
+    tool: str
+
+
+class ToolCallInput(msgspec.Struct, frozen=True):
+    tool_call_id: str
+    tool: str
+    input: dict[str, Any]
+    title: str
+
+
+ToolStatus = Literal["ok", "error", "rejected", "cancelled"]
+
+
+class ToolCallFinished(msgspec.Struct, frozen=True):
+    tool_call_id: str
+    tool: str
+    status: ToolStatus
+    summary: str
+    diff: str | None = None
+
+
+class DiffPreview(msgspec.Struct, frozen=True):
+    path: str
+    diff: str
+
+
+class CommandPreview(msgspec.Struct, frozen=True):
+    command: str
+    cwd: str
+
+
+Preview = Union[DiffPreview, CommandPreview]
+
+
+class PermissionAsked(msgspec.Struct, frozen=True):
+    tool_call_id: str
+    title: str
+    preview: Preview | None = None
+
+
+class PermissionAnswered(msgspec.Struct, frozen=True):
+    tool_call_id: str
+    decision: Literal["allowOnce", "allowAlways", "reject"]
+    rule: str | None = None
+    reason: str | None = None
+
+
+class Retry(msgspec.Struct, frozen=True):
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error: ErrorInfo
+
+
+class UsageReport(msgspec.Struct, frozen=True):
+    usage: Usage
+
+
+class ErrorReport(msgspec.Struct, frozen=True):
+    error: ErrorInfo
+
+
+class MessageFinal(msgspec.Struct, frozen=True):
+    """A message became part of the conversation (for transcripts); not sent to clients."""
+
+    message: Message
+
+
+class TerminalReason(enum.Enum):
+    """Why `query()` stopped. Ten reasons, as in the loop design."""
+
+    COMPLETED = "completed"
+    ABORTED_STREAMING = "aborted_streaming"
+    ABORTED_TOOLS = "aborted_tools"
+    MAX_TURNS = "max_turns"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    MODEL_ERROR = "model_error"
+    BLOCKING_LIMIT = "blocking_limit"
+    STOP_HOOK_PREVENTED = "stop_hook_prevented"
+    HOOK_STOPPED = "hook_stopped"
+    TOKEN_BUDGET = "token_budget"
+
+
+class Terminal(msgspec.Struct, frozen=True):
+    """The last item `query()` yields: why it stopped and the conversation as it stands."""
+
+    reason: TerminalReason
+    messages: tuple[Message, ...]
+    usage: Usage
+    text: str = ""
+    error: ErrorInfo | None = None
+
+
+CoreEvent = Union[
+    TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
+    PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
+]

@@ -1,0 +1,53 @@
+"""Loop state: one frozen value per iteration, rebuilt whole at every `continue` point."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from heddle.loop.messages import Message
+
+
+class ContinueReason(enum.Enum):
+    """Why the loop went round again. Seven reasons, as in the loop design."""
+
+    NEXT_TURN = "next_turn"
+    MAX_OUTPUT_TOKENS_ESCALATE = "max_output_tokens_escalate"
+    MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
+    REACTIVE_COMPACT_RETRY = "reactive_compact_retry"
+    COLLAPSE_DRAIN_RETRY = "collapse_drain_retry"
+    STOP_HOOK_BLOCKING = "stop_hook_blocking"
+    TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
+
+
+@dataclass(frozen=True)
+class Transition:
+    reason: ContinueReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class LoopState:
+    messages: tuple[Message, ...]
+    turn_count: int = 0
+    """Model calls that completed in this query (the next call is number turn_count + 1)."""
+    transition: Transition | None = None
+    """Why the loop continued into this state; None for the first iteration."""
+    max_output_tokens_recovery_count: int = 0
+    max_output_tokens_override: int | None = None
+    has_attempted_reactive_compact: bool = False
+    stop_hook_active: bool = False
+
+
+def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
+    """After tool results: go round with the grown conversation; per-response counters reset,
+    the reactive-compact guard is kept."""
+    return LoopState(
+        messages=state.messages + new_messages,
+        turn_count=state.turn_count + 1,
+        transition=Transition(ContinueReason.NEXT_TURN),
+        max_output_tokens_recovery_count=0,
+        max_output_tokens_override=None,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        stop_hook_active=False,
+    )

@@ -1,0 +1,66 @@
+"""The model seam: what the loop asks of a model and what comes back while it streams."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Protocol, Union
+
+import msgspec
+
+from heddle.loop.events import ErrorInfo, Retry, Usage
+from heddle.loop.messages import Block, Message
+
+
+class ModelRequest(msgspec.Struct, frozen=True):
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    max_tokens: int = 8192
+
+
+class BlockStarted(msgspec.Struct, frozen=True):
+    index: int
+    kind: str
+    """`text`, `thinking`, `redacted_thinking` or `tool_use`."""
+    tool_use_id: str | None = None
+    tool_name: str | None = None
+
+
+class TextChunk(msgspec.Struct, frozen=True):
+    index: int
+    text: str
+
+
+class ThinkingChunk(msgspec.Struct, frozen=True):
+    index: int
+    text: str
+
+
+class BlockDone(msgspec.Struct, frozen=True):
+    index: int
+    block: Block
+    input_error: str | None = None
+    """For tool_use: the streamed input was not valid JSON (the block's input is then {})."""
+
+
+class StreamEnd(msgspec.Struct, frozen=True):
+    stop_reason: str | None
+    usage: Usage
+
+
+StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Retry, StreamEnd]
+
+
+class ModelError(Exception):
+    """A model call failed for good (after retries). `partial` holds the blocks completed."""
+
+    def __init__(self, info: ErrorInfo, partial: tuple[Block, ...] = ()):
+        super().__init__(info.message)
+        self.info = info
+        self.partial = partial
+
+
+class ModelCaller(Protocol):
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model response. Raises ModelError; ends with exactly one StreamEnd."""
+        ...

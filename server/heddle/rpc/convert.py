@@ -1,0 +1,95 @@
+"""Conversions between core values and wire types: the one place they meet."""
+
+from __future__ import annotations
+
+import msgspec
+
+import heddle_protocol as wire
+from heddle_protocol import events as wev
+from heddle.loop import events as core
+from heddle.loop.prompt import ContextItem
+from heddle.permissions.policy import PermissionPrompt
+
+
+def error_info(e: core.ErrorInfo | None) -> wire.ErrorInfo | None:
+    return None if e is None else wire.ErrorInfo(e.code, e.message, e.status, e.retryable)
+
+
+def usage(u: core.Usage) -> wire.Usage:
+    return wire.Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                      cache_read_input_tokens=u.cache_read_input_tokens,
+                      cache_creation_input_tokens=u.cache_creation_input_tokens,
+                      model_calls=u.model_calls)
+
+
+def preview(p: core.Preview | None) -> wire.DiffPreview | wire.CommandPreview | None:
+    if isinstance(p, core.DiffPreview):
+        return wire.DiffPreview(path=p.path, diff=p.diff)
+    if isinstance(p, core.CommandPreview):
+        return wire.CommandPreview(command=p.command, cwd=p.cwd)
+    return None
+
+
+def event(ev: core.CoreEvent) -> wev.Ev | None:
+    """The wire event for a core event, or None for events clients do not see."""
+    match ev:
+        case core.TextDelta(text):
+            return wev.TextDeltaEvent(text=text)
+        case core.ThinkingDelta(text):
+            return wev.ThinkingDeltaEvent(text=text)
+        case core.ToolCallStarted(call_id, tool):
+            return wev.ToolCallStartedEvent(tool_call_id=call_id, tool=tool)
+        case core.ToolCallInput(call_id, tool, inp, title):
+            return wev.ToolCallInputEvent(tool_call_id=call_id, tool=tool, input=inp, title=title)
+        case core.ToolCallFinished(call_id, tool, status, summary, diff):
+            return wev.ToolCallFinishedEvent(tool_call_id=call_id, tool=tool, status=status,
+                                             summary=summary, diff=diff)
+        case core.PermissionAsked(call_id, title, prev):
+            return wev.PermissionAskedEvent(tool_call_id=call_id, title=title, preview=preview(prev))
+        case core.PermissionAnswered(call_id, decision, rule, reason):
+            return wev.PermissionAnsweredEvent(tool_call_id=call_id, decision=decision, rule=rule,
+                                               reason=reason)
+        case core.Retry(attempt, max_attempts, delay_ms, err):
+            return wev.RetryEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay_ms,
+                                  error=error_info(err))
+        case core.UsageReport(u):
+            return wev.UsageEvent(usage=usage(u))
+        case core.ErrorReport(err):
+            return wev.ErrorEvent(error=error_info(err))
+    return None
+
+
+_REASONS = {
+    core.TerminalReason.COMPLETED: ("completed", None),
+    core.TerminalReason.ABORTED_STREAMING: ("cancelled", "streaming"),
+    core.TerminalReason.ABORTED_TOOLS: ("cancelled", "tools"),
+    core.TerminalReason.MAX_TURNS: ("maxTurns", None),
+    core.TerminalReason.PROMPT_TOO_LONG: ("promptTooLong", None),
+    core.TerminalReason.MODEL_ERROR: ("modelError", None),
+    core.TerminalReason.BLOCKING_LIMIT: ("blockingLimit", None),
+    core.TerminalReason.STOP_HOOK_PREVENTED: ("stopHookPrevented", None),
+    core.TerminalReason.HOOK_STOPPED: ("hookStopped", None),
+    core.TerminalReason.TOKEN_BUDGET: ("tokenBudget", None),
+}
+
+
+def turn_result(turn_id: str, t: core.Terminal) -> wire.TurnStartResult:
+    reason, phase = _REASONS[t.reason]
+    return wire.TurnStartResult(turn_id=turn_id, reason=reason, cancel_phase=phase,
+                                usage=usage(t.usage), error=error_info(t.error), text=t.text)
+
+
+def context_items(items: list[wire.ContextItem]) -> list[ContextItem]:
+    return [ContextItem(i.path, i.text, i.range.start_line if i.range else None,
+                        i.range.end_line if i.range else None, i.language) for i in items]
+
+
+def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wire.PermissionRequestParams:
+    return wire.PermissionRequestParams(
+        session_id=session_id, turn_id=turn_id, tool_call_id=p.tool_call_id, tool=p.tool,
+        input=msgspec.to_builtins(p.input), title=p.title, preview=preview(p.preview),
+        options=[
+            wire.PermissionOption(decision="allowOnce", label="Allow once"),
+            wire.PermissionOption(decision="allowAlways", label=f"Always allow {p.rule}", rule=p.rule),
+            wire.PermissionOption(decision="reject", label="Reject"),
+        ])

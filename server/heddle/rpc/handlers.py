@@ -1,0 +1,121 @@
+"""Handlers for Heddle's methods: typed params in, one call into the core, typed result out."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import anyio
+import msgspec
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+
+import heddle_protocol as wire
+from heddle_protocol import ErrorCode, Kind, method
+from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
+from heddle.rpc import convert
+from heddle.rpc.emitter import TurnEmitter
+from heddle.rpc.protocol import RpcError
+from heddle.sessions.session import Session, SessionError
+from heddle.sessions.turns import run_turn
+
+if TYPE_CHECKING:
+    from heddle.rpc.server import HeddleServer
+
+log = logging.getLogger(__name__)
+
+_SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
+                  "workspace": ErrorCode.INVALID_WORKSPACE}
+
+
+def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]]):
+    """Register `fn` for `name`: validate params with the table's type, map every failure to a
+    clean JSON-RPC error."""
+    entry = method(name)
+
+    async def handle(params: Any) -> Any:
+        try:
+            typed = msgspec.convert({} if params is None else params, entry.params)
+        except msgspec.ValidationError as exc:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params for {name}: {exc}") from None
+        try:
+            result = await fn(typed)
+        except SessionError as exc:
+            raise RpcError(_SESSION_CODES[exc.kind], str(exc)) from None
+        except (JsonRpcException, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:
+            log.exception("%s failed", name)
+            raise RpcError(ErrorCode.INTERNAL_ERROR,
+                           f"{name} failed inside the daemon: {type(exc).__name__}: {exc}") from None
+        if entry.kind is Kind.NOTIFICATION:
+            return None
+        return msgspec.to_builtins(result)
+
+    handle.__name__ = "handle_" + name.replace("/", "_")
+    server.feature(name)(handle)
+
+
+def register(server: HeddleServer) -> None:
+    @server.feature(lsp.INITIALIZED)
+    def initialized(params: lsp.InitializedParams) -> None:
+        server.warm_up()
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(params: Any) -> None:
+        await server.cancel_all_turns()
+
+    async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
+        mode = p.permission_mode or "default"
+        s = server.sessions.new(p.workspace, p.model or server.default_model,
+                                PermissionPolicy(mode=mode), p.system_prompt)
+        log.info("session %s on %s (model %s, mode %s)", s.id, s.workspace, s.model, mode)
+        return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
+                                     permission_mode=s.policy.mode)
+
+    async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
+        session = server.sessions.get(p.session_id)
+        turn_id = server.turn_deps.new_id()
+        emitter = TurnEmitter(session.id, turn_id,
+                              lambda ev: server.protocol.notify_struct("turn/event", ev))
+        emitter.started(p.prompt, session.model)
+        terminal = await run_turn(
+            session, p.prompt, convert.context_items(p.context), server.turn_deps, emitter,
+            _asker(server, session, turn_id), turn_id=turn_id, max_turns=p.max_turns,
+            request_id=server.protocol.msg_id)
+        emitter.flush()
+        log.info("turn %s ended: %s", turn_id, terminal.reason.value)
+        return convert.turn_result(turn_id, terminal)
+
+    async def turn_cancel(p: wire.TurnCancelParams) -> None:
+        session = server.sessions.get(p.session_id)
+        turn = session.turn
+        if turn is not None and (p.turn_id is None or p.turn_id == turn.id):
+            log.info("cancelling turn %s (turn/cancel)", turn.id)
+            turn.cancel()
+
+    _handler(server, "session/new", session_new)
+    _handler(server, "turn/start", turn_start)
+    _handler(server, "turn/cancel", turn_cancel)
+
+
+def _asker(server: HeddleServer, session: Session, turn_id: str):
+    async def ask(prompt: PermissionPrompt) -> PermissionAnswer:
+        if not server.client_answers_permissions:
+            return PermissionAnswer("reject", reason="the editor cannot answer permission "
+                                    f"requests, and mode {session.policy.mode} requires asking")
+        params = convert.permission_params(session.id, turn_id, prompt)
+        try:
+            raw = await server.protocol.request("permission/request", params,
+                                                server.permission_timeout)
+        except TimeoutError:
+            return PermissionAnswer("reject", reason=f"no answer within "
+                                    f"{server.permission_timeout:g} s")
+        except JsonRpcException as exc:
+            return PermissionAnswer("reject", reason=f"the editor answered with an error: {exc}")
+        try:
+            answer = msgspec.convert(raw, wire.PermissionRequestResult)
+        except msgspec.ValidationError as exc:
+            return PermissionAnswer("reject", reason=f"the editor's answer was invalid: {exc}")
+        return PermissionAnswer(answer.decision, answer.rule, answer.message)
+    return ask

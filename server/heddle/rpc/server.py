@@ -1,0 +1,135 @@
+"""The daemon: a pygls LanguageServer holding the sessions, wired to stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from typing import Any
+
+import anyio
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+import heddle
+from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
+from heddle_protocol import types as wire
+from heddle_protocol.events import event_kind
+from heddle.model.anthropic_client import AnthropicModel, ModelSettings, import_sdk
+from heddle.model.types import ModelCaller
+from heddle.sessions.session import SessionRegistry
+from heddle.sessions.turns import TurnDeps
+from heddle.rpc.protocol import HeddleProtocol, heddle_converter
+from heddle.rpc.transport import FdReader, StdioTransport
+from heddle.tools.registry import builtin_tools
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+SHUTDOWN_GRACE = 5.0
+
+
+class HeddleServer(LanguageServer):
+    protocol: HeddleProtocol
+
+    def __init__(self, env: dict[str, str] | None = None):
+        super().__init__("heddle", heddle.__version__, protocol_cls=HeddleProtocol,
+                         converter_factory=heddle_converter)
+        env = dict(os.environ if env is None else env)
+        self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
+        self.permission_timeout = float(env.get("HEDDLE_PERMISSION_TIMEOUT", 600))
+        self.model_settings = ModelSettings.from_env(env)
+        self.sessions = SessionRegistry()
+        self.tools = builtin_tools()
+        self._models: dict[str, ModelCaller] = {}
+        self.turn_deps = TurnDeps(model_for=self.model_for, tools=self.tools)
+        self._stop = asyncio.Event()
+        self.exit_code = 0
+        self._background: set[asyncio.Task] = set()
+        from heddle.rpc import handlers
+        handlers.register(self)
+
+    # -- state --------------------------------------------------------------------------------
+    def model_for(self, model: str) -> ModelCaller:
+        """One model caller (one HTTP connection pool) per daemon; the model id is per request."""
+        if "default" not in self._models:
+            self._models["default"] = AnthropicModel(self.model_settings)
+        return self._models["default"]
+
+    def heddle_capabilities(self) -> dict[str, Any]:
+        import msgspec
+
+        return msgspec.to_builtins(wire.ServerHeddleCapabilities(
+            protocol_version=PROTOCOL_VERSION, server_version=heddle.__version__,
+            methods=[m.name for m in METHODS], event_kinds=[event_kind(c) for c in EVENT_TYPES],
+            tools=list(self.tools)))
+
+    @property
+    def client_answers_permissions(self) -> bool:
+        return bool(self.protocol.client_heddle_capabilities.get("permissionRequests"))
+
+    def cancel_turn_for_request(self, request_id: Any) -> bool:
+        for turn in self.sessions.running_turns():
+            if turn.request_id == request_id:
+                log.info("cancelling turn %s ($/cancelRequest)", turn.id)
+                turn.cancel()
+                return True
+        return False
+
+    async def cancel_all_turns(self) -> None:
+        turns = self.sessions.running_turns()
+        for turn in turns:
+            turn.cancel()
+        with anyio.move_on_after(SHUTDOWN_GRACE):
+            for turn in turns:
+                await turn.done.wait()
+
+    def spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def warm_up(self) -> None:
+        """Import the model SDK in a thread once the client is connected."""
+        async def warm():
+            try:
+                await import_sdk()
+            except Exception:
+                log.exception("importing the anthropic SDK failed")
+        self.spawn(warm())
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        log.info("%s: %s", getattr(source, "__name__", source), error)
+
+    def request_stop(self, code: int) -> None:
+        self.exit_code = code
+        self._stop.set()
+
+    def _on_close(self, why: str) -> None:
+        log.info("%s; stopping", why)
+        self.request_stop(self.exit_code if self.protocol._shutdown else 1)
+
+    async def serve(self, stdin, stdout) -> int:
+        loop = asyncio.get_running_loop()
+        transport = StdioTransport(stdin, stdout, loop, self.protocol.handle_raw, self._on_close)
+        self.protocol.set_writer(transport)
+        transport.start()
+        await self._stop.wait()
+        await self.cancel_all_turns()
+        transport.close()
+        for task in list(self._background):
+            task.cancel()
+        return self.exit_code
+
+
+def serve_stdio() -> int:
+    """Run the daemon on this process's stdin/stdout until `exit` or end of input."""
+    stdin, stdout = FdReader(sys.stdin.fileno()), sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
+    server = HeddleServer()
+    try:
+        return asyncio.run(server.serve(stdin, stdout))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,48 @@
+"""Shared fixtures: the scripted model server, sample workspaces, and daemons over real stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from heddle.scripted import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def scripted() -> ScriptedServer:
+    """A scripted model server on a free loopback port, for this test only."""
+    server = ScriptedServer()
+    with server.run_in_thread() as running:
+        yield running
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text(
+        "def greet(name):\n    return 'Hello, ' + name\n\n\nprint(greet('world'))\n")
+    (ws / "README.md").write_text("# Sample\n\nA tiny project.\n")
+    return ws
+
+
+@pytest.fixture
+def daemon_env(scripted: ScriptedServer, tmp_path: Path) -> dict[str, str]:
+    """Environment for a daemon that talks to the scripted server and keeps state in tmp."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HEDDLE_"))}
+    env.update(
+        ANTHROPIC_BASE_URL=scripted.url, ANTHROPIC_API_KEY="test-key",
+        XDG_STATE_HOME=str(tmp_path / "state"), HEDDLE_LOG_LEVEL="DEBUG",
+        HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"),
+        PYTHONPATH=os.pathsep.join([str(ROOT / "server"), str(ROOT / "protocol")]))
+    return env
+
+
+@pytest.fixture
+def daemon_command() -> list[str]:
+    return [sys.executable, "-m", "heddle", "serve"]

@@ -65,7 +65,7 @@ async def test_sdk_retries_honour_retry_after(server: ScriptedServer):
     assert message.content[0].text == "ok"
     first, second = server.requests_for("s")
     assert second.headers["x-stainless-retry-count"] == "1"
-    assert 0.04 < second.at - first.at < 0.5
+    assert 0.04 < second.at - first.at < 2
 
 
 async def test_prompt_too_long_fault(server: ScriptedServer, client):

@@ -15,7 +15,7 @@ import msgspec
 
 from .events import Rendered, encode_event, error_body, message_json, sse_events
 from .scenario import ERROR_TYPES, Fault, Scenario, Step, error_type_for
-from .wire import ChunkedResponse, response_head
+from .wire import ChunkedResponse, drain, response_head
 
 __all__ = [
     "Cursor", "StepReply", "advance", "default_message", "fault_headers", "planned_status",
@@ -87,7 +87,7 @@ async def send_json(writer: asyncio.StreamWriter, status: int, body: Any, *, req
     writer.write(response_head(status, [
         ("content-type", "application/json"), ("content-length", str(len(data))),
         *_common(request_id, keep_alive), *headers]) + data)
-    await writer.drain()
+    await drain(writer)
     return keep_alive
 
 

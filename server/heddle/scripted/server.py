@@ -190,6 +190,10 @@ class ScriptedServer:
                 pass
         except (ConnectionError, OSError):
             pass  # the client went away; nothing to answer
+        except asyncio.CancelledError:
+            # Only stop() cancels these tasks. Ending normally matters: asyncio 3.11 reports a
+            # cancelled client_connected_cb task as an "unhandled exception".
+            pass
         except Exception:
             log.exception("scripted server failed while answering a request")
         finally:
@@ -257,10 +261,11 @@ class ScriptedServer:
             return await send_json(writer, 200, {"input_tokens": input_tokens},
                                    request_id=request_id, keep_alive=keep)
 
+        last_user = last_user_text(body["messages"])
         with self._lock:
-            index, step, after = advance(name, scenario, self._cursors[name],
-                                         last_user_text(body["messages"]))
-            self._cursors[name] = after
+            scenario = self._scenarios[name]  # add_scenario may have replaced it meanwhile
+            index, step, self._cursors[name] = advance(name, scenario, self._cursors[name],
+                                                       last_user)
         if not isinstance(step, Step):
             return await reject(400, step, name, index, body)
         fault = step.fault

@@ -11,10 +11,21 @@ import asyncio
 from dataclasses import dataclass
 from http import HTTPStatus
 
-__all__ = ["ChunkedResponse", "HttpError", "Request", "read_request", "response_head"]
+__all__ = [
+    "ChunkedResponse", "HttpError", "Request", "drain", "read_request", "response_head",
+]
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 32 * 1024 * 1024  # the Messages API's own request size limit
+WRITE_TIMEOUT = 60.0  # a client that stops reading for this long is dropped
+
+
+async def drain(writer: asyncio.StreamWriter) -> None:
+    """Wait for the send buffer to empty, but never forever (TimeoutError is an OSError)."""
+    if writer.transport.get_write_buffer_size() < 64 * 1024:
+        await writer.drain()  # below the high-water mark: returns at once, no timer needed
+    else:
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
 
 class HttpError(Exception):
@@ -133,12 +144,12 @@ class ChunkedResponse:
 
     async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
         self._writer.write(response_head(status, [*headers, ("transfer-encoding", "chunked")]))
-        await self._writer.drain()
+        await drain(self._writer)
 
     async def send(self, data: bytes) -> None:
         self._writer.write(b"%x\r\n%b\r\n" % (len(data), data))
-        await self._writer.drain()
+        await drain(self._writer)
 
     async def end(self) -> None:
         self._writer.write(b"0\r\n\r\n")
-        await self._writer.drain()
+        await drain(self._writer)

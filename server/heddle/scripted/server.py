@@ -261,13 +261,21 @@ class ScriptedServer:
             return await send_json(writer, 200, {"input_tokens": input_tokens},
                                    request_id=request_id, keep_alive=keep)
 
+        return await self._answer(request, request_id, name, body, input_tokens, reader, writer)
+
+    async def _answer(self, request: Request, request_id: str, name: str, body: dict[str, Any],
+                      input_tokens: int, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> bool:
+        """Answer a valid /v1/messages request with the scenario's next step."""
+        keep = request.keep_alive
         last_user = last_user_text(body["messages"])
         with self._lock:
             scenario = self._scenarios[name]  # add_scenario may have replaced it meanwhile
             index, step, self._cursors[name] = advance(name, scenario, self._cursors[name],
                                                        last_user)
         if not isinstance(step, Step):
-            return await reject(400, step, name, index, body)
+            self._record(name, index, body, request.headers, 400, request.path)
+            return await send_error(writer, 400, step, request_id=request_id, keep_alive=keep)
         fault = step.fault
         if fault and fault.status is not None:
             message = (_too_long(input_tokens, scenario) if fault.prompt_too_long

@@ -1,0 +1,150 @@
+"""The model seam against every fault the scripted server injects, through the real SDK."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from heddle.loop.events import Retry
+from heddle.loop.messages import TextBlock, ToolUseBlock, user_text
+from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.model.retry import RetryPolicy
+from heddle.model.types import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
+
+FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
+HELLO = {"content": [{"type": "text", "text": "Hello there."}]}
+
+
+def model(scripted, policy: RetryPolicy = FAST, read_timeout: float = 30) -> AnthropicModel:
+    return AnthropicModel(ModelSettings(api_key="k", base_url=scripted.url,
+                                        read_timeout=read_timeout), policy, random.Random(7))
+
+
+async def collect(m: AnthropicModel, name: str, text: str = "hi") -> list:
+    req = ModelRequest(model=name, system="sys", messages=(user_text(text),), max_tokens=1000)
+    return [ev async for ev in m.stream(req)]
+
+
+async def test_text_and_tool_use_stream(scripted):
+    scripted.add_scenario("s", {"steps": [{"content": [
+        {"type": "text", "text": "Reading."},
+        {"type": "tool_use", "name": "Read", "input": {"path": "a.py", "limit": 5}}], "chunk": 3}]})
+    events = await collect(model(scripted), "s")
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Reading."
+    done = [e.block for e in events if isinstance(e, BlockDone)]
+    assert done[0] == TextBlock("Reading.")
+    assert isinstance(done[1], ToolUseBlock) and done[1].input == {"path": "a.py", "limit": 5}
+    end = events[-1]
+    assert isinstance(end, StreamEnd) and end.stop_reason == "tool_use"
+    assert end.usage.input_tokens > 0 and end.usage.output_tokens > 0
+    assert end.usage.model_calls == 1
+
+
+@pytest.mark.parametrize("status,code", [(529, "overloaded"), (429, "rateLimited"),
+                                         (500, "serverError")])
+async def test_retryable_status_then_success(scripted, status, code):
+    scripted.add_scenario("s", {"steps": [{"fault": {"status": status, "times": 2}}, HELLO]})
+    events = await collect(model(scripted), "s")
+    retries = [e for e in events if isinstance(e, Retry)]
+    assert [r.attempt for r in retries] == [1, 2]
+    assert all(r.error.code == code and r.error.status == status for r in retries)
+    assert events[-1].usage.model_calls == 3
+    assert len(scripted.requests_for("s")) == 3
+
+
+async def test_retry_after_is_honoured(scripted):
+    scripted.add_scenario("s", {"steps": [{"fault": {"status": 429, "retryAfter": 0.4}}, HELLO]})
+    started = time.monotonic()
+    events = await collect(model(scripted), "s")
+    assert time.monotonic() - started >= 0.4
+    assert [e.delay_ms for e in events if isinstance(e, Retry)] == [400]
+
+
+async def test_retries_are_bounded(scripted):
+    scripted.add_scenario("s", {"steps": [{"fault": {"status": 529, "times": 100}}]})
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted), "s")
+    assert err.value.info.code == "overloaded"
+    assert len(scripted.requests_for("s")) == FAST.max_retries + 1
+
+
+@pytest.mark.parametrize("fault,code", [
+    ({"status": 400, "promptTooLong": True}, "promptTooLong"),
+    ({"status": 413}, "promptTooLong"),
+    ({"status": 401}, "authentication"),
+    ({"status": 400}, "invalidRequest"),
+])
+async def test_non_retryable_errors(scripted, fault, code):
+    scripted.add_scenario("s", {"steps": [{"fault": fault}, HELLO]})
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted), "s")
+    assert err.value.info.code == code and not err.value.info.retryable
+    assert len(scripted.requests_for("s")) == 1
+
+
+async def test_error_event_mid_stream_after_content_is_not_retried(scripted):
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
+         "fault": {"errorEvent": "overloaded_error", "afterEvents": 4}}, HELLO]})
+    seen = []
+    with pytest.raises(ModelError) as err:
+        async for ev in model(scripted).stream(ModelRequest("s", "", (user_text("x"),))):
+            seen.append(ev)
+    assert err.value.info.code == "overloaded"
+    assert any(isinstance(e, TextChunk) for e in seen)
+    assert len(scripted.requests_for("s")) == 1
+
+
+async def test_error_event_before_content_is_retried(scripted):
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "text", "text": "lost"}],
+         "fault": {"errorEvent": "overloaded_error", "afterEvents": 1}}, HELLO]})
+    events = await collect(model(scripted), "s")
+    assert [e.error.code for e in events if isinstance(e, Retry)] == ["overloaded"]
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Hello there."
+
+
+async def test_dropped_connection_mid_stream(scripted):
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
+         "fault": {"drop": True, "afterEvents": 5}}]})
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted), "s")
+    assert err.value.info.code == "streamInterrupted"
+
+
+async def test_stall_hits_read_timeout(scripted):
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
+         "fault": {"stall": 20, "afterEvents": 4}}]})
+    started = time.monotonic()
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted, read_timeout=0.5), "s")
+    assert err.value.info.code == "timeout"
+    assert time.monotonic() - started < 5
+
+
+async def test_connection_refused_is_retried_then_fails(scripted):
+    m = AnthropicModel(ModelSettings(api_key="k", base_url="http://127.0.0.1:9"), FAST)
+    with pytest.raises(ModelError) as err:
+        await collect(m, "s")
+    assert err.value.info.code == "connection"
+
+
+async def test_no_key_and_no_endpoint_is_a_clear_error():
+    m = AnthropicModel(ModelSettings(api_key=None, base_url=None), FAST)
+    with pytest.raises(ModelError, match="ANTHROPIC_API_KEY is not set"):
+        await collect(m, "s")
+
+
+def test_backoff_is_exponential_with_jitter_and_capped():
+    policy = RetryPolicy(max_retries=10, base_delay=0.5, max_delay=4.0)
+    rand = random.Random(1)
+    delays = [policy.delay(n, None, rand) for n in range(1, 7)]
+    for n, d in enumerate(delays, 1):
+        full = min(4.0, 0.5 * 2 ** (n - 1))
+        assert 0.75 * full <= d <= full
+    assert policy.delay(11, None, rand) is None
+    assert policy.delay(1, 120.0, rand) is None  # a retry-after past the cap fails instead

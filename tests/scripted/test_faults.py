@@ -157,3 +157,11 @@ async def test_short_stall_then_close(server: ScriptedServer, client):
     with pytest.raises(httpx2.RemoteProtocolError):
         async for _ in stream:
             pass
+
+
+async def test_stall_without_stream_is_a_timeout(server: ScriptedServer, client):
+    server.add_scenario("s", {"steps": [{**text_step("x"), "fault": {"stall": 30}}]})
+    with pytest.raises(anthropic.APITimeoutError):
+        await client.with_options(timeout=httpx2.Timeout(5, read=0.3)).messages.create(
+            model="s", max_tokens=100, messages=user("hi"))
+    assert server.requests[0].status == 0

@@ -140,3 +140,11 @@ async def test_count_tokens_does_not_consume_a_step(server: ScriptedServer, clie
     assert counted.input_tokens == expected_input_tokens(server.requests[0].body)
     assert server.requests[0].path == "/v1/messages/count_tokens"
     assert server.cursor("s") == 0
+
+
+async def test_stop_sequence(server: ScriptedServer, client):
+    server.add_scenario("s", {"steps": [text_step("one two", stopReason="stop_sequence",
+                                                  stopSequence="three")]})
+    message = await client.messages.create(model="s", max_tokens=100, messages=user("hi"),
+                                           stop_sequences=["three"])
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "three")

@@ -130,6 +130,11 @@ def serve_stdio() -> int:
     sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
     server = HeddleServer()
     try:
-        return asyncio.run(server.serve(stdin, stdout))
+        code = asyncio.run(server.serve(stdin, stdout))
     except KeyboardInterrupt:
-        return 130
+        code = 130
+    # Exit now: a worker thread may still be importing the model SDK, and the stdin reader
+    # thread is blocked in read(); neither has anything left to do.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,136 @@
+"""Bad input to the daemon over raw stdio: each gets a clear error, and the daemon keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+
+class RawDaemon:
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+
+    def send_bytes(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+
+    def send(self, payload, header: bytes = b"Content-Length") -> None:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_bytes(header + b": %d\r\n\r\n" % len(body) + body)
+
+    async def read(self, timeout: float = 10.0) -> dict:
+        async def one():
+            length = None
+            while True:
+                line = await self.proc.stdout.readline()
+                assert line, "the daemon closed stdout"
+                if line == b"\r\n":
+                    break
+                name, _, value = line.partition(b":")
+                assert name == b"Content-Length", line
+                length = int(value)
+            return json.loads(await self.proc.stdout.readexactly(length))
+        return await asyncio.wait_for(one(), timeout)
+
+    async def request(self, msg_id, method: str, params=None, **extra) -> dict:
+        message = {"jsonrpc": "2.0", "id": msg_id, "method": method, **extra}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        while True:
+            reply = await self.read()
+            if reply.get("id") == msg_id and "method" not in reply:
+                return reply
+
+    async def initialize(self) -> None:
+        reply = await self.request(1, "initialize", {"processId": None, "rootUri": None,
+                                                     "capabilities": {}})
+        assert "result" in reply
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+
+@pytest.fixture
+async def raw(daemon_env, daemon_command):
+    proc = await asyncio.create_subprocess_exec(
+        *daemon_command, env=daemon_env, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    yield RawDaemon(proc)
+    if proc.returncode is None:
+        proc.kill()
+    await proc.wait()
+
+
+async def test_request_before_initialize(raw):
+    reply = await raw.request(7, "session/new", {"workspace": "/tmp"})
+    assert reply["error"]["code"] == -32002
+    assert "not initialized" in reply["error"]["message"]
+    await raw.initialize()
+
+
+async def test_garbage_then_valid_messages(raw, tmp_path):
+    raw.send_bytes(b"this is not a header\r\n\x00\xff garbage\r\n\r\n")
+    raw.send(b"{not json")
+    parse_error = await raw.read()
+    assert parse_error["error"]["code"] == -32700 and parse_error["id"] is None
+    raw.send([1, 2, 3])
+    assert (await raw.read())["error"]["code"] == -32600
+    raw.send({"jsonrpc": "2.0", "id": 5, "method": "initialize",
+              "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+             header=b"content-length")
+    assert "capabilities" in (await raw.read())["result"]
+    reply = await raw.request(6, "session/new", {"workspace": str(tmp_path)})
+    assert reply["result"]["workspace"] == str(tmp_path)
+
+
+async def test_unknown_method_invalid_and_missing_params(raw, tmp_path):
+    await raw.initialize()
+    unknown = await raw.request(2, "nope/nothing", {})
+    assert unknown["error"]["code"] == -32601
+    invalid = await raw.request(3, "session/new", {"workspace": 12})
+    assert invalid["error"]["code"] == -32602
+    assert "`$.workspace`" in invalid["error"]["message"]
+    assert "data" not in invalid["error"] or not invalid["error"]["data"]
+    missing = await raw.request(4, "session/new")
+    assert missing["error"]["code"] == -32602 and "workspace" in missing["error"]["message"]
+    wrong_mode = await raw.request(5, "session/new", {"workspace": str(tmp_path),
+                                                      "permissionMode": "yolo"})
+    assert wrong_mode["error"]["code"] == -32602 and "permissionMode" in wrong_mode["error"]["message"]
+    nested = await raw.request(6, "session/new", {"workspace": str(tmp_path),
+                                                  "systemPrompt": "x",
+                                                  "extra": {"jsonrpc": "2.0", "method": "x"}})
+    assert "sessionId" in nested["result"]
+    missing_ws = await raw.request(8, "session/new", {"workspace": str(tmp_path / "nope")})
+    assert missing_ws["error"]["code"] == -32012
+    raw.send({"jsonrpc": "2.0", "method": "turn/cancel"})  # notification without params: ignored
+    assert "result" in await raw.request(9, "session/new", {"workspace": str(tmp_path)})
+
+
+async def test_requests_after_shutdown_are_refused_then_exit(raw):
+    await raw.initialize()
+    assert (await raw.request(2, "shutdown"))["result"] is None
+    refused = await raw.request(3, "session/new", {"workspace": "/tmp"})
+    assert refused["error"]["code"] == -32600
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await asyncio.wait_for(raw.proc.wait(), 5) == 0
+    assert b"Traceback" not in await raw.proc.stderr.read()
+
+
+async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace):
+    scripted.add_scenario("slow", {"steps": [
+        {"content": [{"type": "text", "text": "x" * 2000}], "chunk": 2, "delayMs": 5}]})
+    await raw.initialize()
+    session = (await raw.request(2, "session/new", {"workspace": str(workspace),
+                                                    "model": "slow"}))["result"]
+    raw.send({"jsonrpc": "2.0", "id": 3, "method": "turn/start",
+              "params": {"sessionId": session["sessionId"], "prompt": "go"}})
+    while (await raw.read())["params"]["event"]["kind"] != "textDelta":
+        pass
+    started = time.monotonic()
+    raw.proc.stdin.close()
+    code = await asyncio.wait_for(raw.proc.wait(), 10)
+    assert time.monotonic() - started < 5
+    assert code == 1  # ended without shutdown
+    stderr = (await raw.proc.stderr.read()).decode()
+    assert "Traceback" not in stderr and "stdin closed" in stderr

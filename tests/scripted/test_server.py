@@ -204,3 +204,9 @@ def test_cli_rejects_a_bad_scenario(tmp_path: Path):
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 2 and out == ""
     assert "not valid JSON" in err
+
+
+def test_run_in_thread_reports_a_failed_start():
+    with ScriptedServer().run_in_thread() as first:
+        with pytest.raises(OSError), ScriptedServer(port=first.port).run_in_thread():
+            pass

@@ -160,9 +160,13 @@ class ScriptedServer:
                 await self.stop()
 
         def main() -> None:
-            with contextlib.suppress(BaseException):
+            try:
                 loop.run_until_complete(serve())
-            loop.close()
+            except BaseException:
+                if not failure:  # a failed start is raised to the caller instead
+                    log.exception("the scripted server thread failed")
+            finally:
+                loop.close()
 
         thread = threading.Thread(target=main, name="heddle-scripted", daemon=True)
         thread.start()

@@ -79,13 +79,17 @@ class Renderer:
             self._line("    " + self._c(code, line))
 
 
-async def _ask_user(renderer: Renderer, params: dict[str, Any]) -> dict[str, Any]:
+def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> None:
     preview = params.get("preview") or {}
-    renderer._line(renderer._c("1;33", f"? Allow {params['title']}"))
+    renderer._line(renderer._c("1;33", f"{heading} {params['title']}"))
     if preview.get("kind") == "diff":
         renderer.diff(preview["diff"])
     elif preview.get("kind") == "command":
         renderer._line(f"    $ {preview['command']}    (in {preview['cwd']})")
+
+
+async def _ask_user(renderer: Renderer, params: dict[str, Any]) -> dict[str, Any]:
+    show_request(renderer, params, "? Allow")
     rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
     question = f"  [y] allow once  [a] always allow {rule}  [n] reject > "
     loop = asyncio.get_running_loop()
@@ -131,7 +135,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         if args.yes:
-            renderer._line(renderer._c("33", f"  allowed (--yes): {params['title']}"))
+            show_request(renderer, params, "  allowed (--yes):")
             return {"decision": "allowOnce"}
         if args.reject:
             return {"decision": "reject", "message": "Rejected by --no (non-interactive run)."}

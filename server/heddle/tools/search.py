@@ -47,7 +47,7 @@ class Grep:
         return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path)))
 
     def title(self, inp: GrepInput, ctx: ToolContext) -> str:
-        return f"Search {inp.pattern!r} in {ctx.relative(Path(inp.path)) or '.'}"
+        return f"Search \"{inp.pattern}\" in {ctx.relative(Path(inp.path)) or '.'}"
 
     def rule_for(self, inp: GrepInput, ctx: ToolContext) -> str:
         return "Grep"

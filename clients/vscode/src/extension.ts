@@ -1,0 +1,22 @@
+/**
+ * Activation: starts the daemon as soon as the editor has finished starting (so the first
+ * request does not wait for it) and registers the commands.
+ */
+
+import * as vscode from "vscode";
+import { Commands } from "./commands";
+import { Daemon } from "./daemon";
+
+let daemon: Daemon | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel("Heddle", { log: true });
+  daemon = new Daemon(log);
+  const commands = new Commands(daemon, context.extensionUri, log);
+  context.subscriptions.push(log, commands, daemon);
+  daemon.ready().catch((error: unknown) => log.error(String(error instanceof Error ? error.message : error)));
+}
+
+export async function deactivate(): Promise<void> {
+  await daemon?.stop();
+}

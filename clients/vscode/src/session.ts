@@ -1,0 +1,205 @@
+/**
+ * The conversation with the daemon, free of any editor API: opening a session, running turns,
+ * routing `turn/event` notifications and `permission/request` requests, cancelling.
+ *
+ * It talks through `Rpc`, which both vscode-languageclient's `LanguageClient` and
+ * vscode-jsonrpc's `MessageConnection` satisfy, so the unit tests drive it in plain Node
+ * against the real daemon.
+ */
+
+import {
+  Methods,
+  type ContextItem,
+  type PermissionRequestParams,
+  type PermissionRequestResult,
+  type SessionNewParams,
+  type SessionNewResult,
+  type TurnEventParams,
+  type TurnStartParams,
+  type TurnStartResult,
+} from "./protocol.generated";
+
+export type PermissionMode = NonNullable<SessionNewParams["permissionMode"]>;
+
+/** JSON-RPC error codes the conversation reacts to (protocol/heddle_protocol/errors.py). */
+export const ErrorCodes = { SessionNotFound: -32010, RequestCancelled: -32800 } as const;
+
+export interface Disposable {
+  dispose(): void;
+}
+
+export interface CancellationSignal {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): Disposable;
+}
+
+/** The slice of a JSON-RPC connection the conversation needs. */
+export interface Rpc {
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  sendNotification(method: string, params: unknown): Promise<void> | void;
+  onNotification(method: string, handler: (params: any) => void): Disposable;
+  onRequest(method: string, handler: (params: any, token: CancellationSignal) => unknown): Disposable;
+}
+
+/** What the editor provides: where events go and who answers permission requests. */
+export interface ConversationHost {
+  onEvent(params: TurnEventParams): void;
+  /** Ask the user. `signal` is aborted when the turn is cancelled or the daemon withdraws. */
+  askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult>;
+}
+
+export interface SessionSettings {
+  workspace: string;
+  model?: string;
+  permissionMode?: PermissionMode;
+}
+
+/** Thrown by `ask` while another turn runs: one turn at a time per session. */
+export class TurnInProgressError extends Error {
+  constructor() {
+    super("A turn is already running; cancel it or wait for it to finish.");
+  }
+}
+
+interface RunningTurn {
+  sessionId: string;
+  turnId?: string;
+  prompts: Set<AbortController>;
+  cancelled: boolean;
+}
+
+const REJECT_CANCELLED: PermissionRequestResult = { decision: "reject", message: "The turn was cancelled." };
+
+export class Conversation implements Disposable {
+  private session?: SessionNewResult;
+  private opening?: Promise<SessionNewResult>;
+  private turn?: RunningTurn;
+  private readonly registrations: Disposable[];
+
+  constructor(private readonly rpc: Rpc, private readonly host: ConversationHost) {
+    this.registrations = [
+      rpc.onNotification(Methods.TurnEvent, (params: TurnEventParams) => this.routeEvent(params)),
+      rpc.onRequest(Methods.PermissionRequest, (params: PermissionRequestParams, token) =>
+        this.routePermission(params, token)),
+    ];
+  }
+
+  get sessionInfo(): SessionNewResult | undefined {
+    return this.session;
+  }
+
+  get running(): boolean {
+    return this.turn !== undefined;
+  }
+
+  /** The open session, or a new one made with `settings`. */
+  async ensureSession(settings: SessionSettings): Promise<SessionNewResult> {
+    if (this.session) return this.session;
+    if (!this.opening) {
+      const params: SessionNewParams = { workspace: settings.workspace };
+      if (settings.model) params.model = settings.model;
+      if (settings.permissionMode) params.permissionMode = settings.permissionMode;
+      this.opening = this.rpc.sendRequest<SessionNewResult>(Methods.SessionNew, params).then(
+        (result) => {
+          this.session = result;
+          return result;
+        },
+      ).finally(() => {
+        this.opening = undefined;
+      });
+    }
+    return this.opening;
+  }
+
+  /**
+   * Run one prompt to its end in the session (opening it first if needed). Follow-ups reuse
+   * the session. If the daemon lost the session (it restarted), a new one is opened once.
+   */
+  async ask(settings: SessionSettings, prompt: string, context: ContextItem[] = []): Promise<TurnStartResult> {
+    if (this.turn) throw new TurnInProgressError();
+    const turn: RunningTurn = { sessionId: "", prompts: new Set(), cancelled: false };
+    this.turn = turn;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const session = await this.ensureSession(settings);
+        turn.sessionId = session.sessionId;
+        if (turn.cancelled) return { turnId: "", reason: "cancelled", usage: {} };
+        const params: TurnStartParams = { sessionId: session.sessionId, prompt, context };
+        try {
+          const result = await this.rpc.sendRequest<TurnStartResult>(Methods.TurnStart, params);
+          turn.turnId = result.turnId;
+          return result;
+        } catch (error) {
+          if (attempt === 0 && errorCode(error) === ErrorCodes.SessionNotFound) {
+            this.forgetSession();
+            continue;
+          }
+          throw error;
+        }
+      }
+    } finally {
+      for (const prompt of turn.prompts) prompt.abort();
+      this.turn = undefined;
+    }
+  }
+
+  /** End the running turn; the pending `ask` resolves with reason `cancelled`. Idempotent. */
+  cancel(): boolean {
+    const turn = this.turn;
+    if (!turn) return false;
+    turn.cancelled = true;
+    for (const prompt of turn.prompts) prompt.abort();
+    if (turn.sessionId) {
+      const params = turn.turnId ? { sessionId: turn.sessionId, turnId: turn.turnId } : { sessionId: turn.sessionId };
+      void Promise.resolve(this.rpc.sendNotification(Methods.TurnCancel, params)).catch(() => undefined);
+    }
+    return true;
+  }
+
+  /** Start over: the next `ask` opens a new session. A running turn is cancelled. */
+  reset(): void {
+    this.cancel();
+    this.forgetSession();
+  }
+
+  dispose(): void {
+    this.cancel();
+    for (const registration of this.registrations) registration.dispose();
+  }
+
+  /** The daemon lost its sessions (it restarted): the next `ask` opens a new one. */
+  forgetSession(): void {
+    this.session = undefined;
+  }
+
+  private routeEvent(params: TurnEventParams): void {
+    if (!this.session || params.sessionId !== this.session.sessionId) return;
+    if (this.turn && this.turn.sessionId === params.sessionId && !this.turn.turnId) {
+      this.turn.turnId = params.turnId;
+      // A cancel that came before the turn had an id went out without one; that is fine.
+    }
+    this.host.onEvent(params);
+  }
+
+  private async routePermission(params: PermissionRequestParams, token: CancellationSignal): Promise<PermissionRequestResult> {
+    const turn = this.turn;
+    if (!turn || turn.sessionId !== params.sessionId || turn.cancelled) return REJECT_CANCELLED;
+    const controller = new AbortController();
+    turn.prompts.add(controller);
+    const withdrawn = token.onCancellationRequested(() => controller.abort());
+    try {
+      if (token.isCancellationRequested) controller.abort();
+      if (controller.signal.aborted) return REJECT_CANCELLED;
+      const answer = await this.host.askPermission(params, controller.signal);
+      return controller.signal.aborted ? REJECT_CANCELLED : answer;
+    } finally {
+      withdrawn.dispose();
+      turn.prompts.delete(controller);
+    }
+  }
+}
+
+function errorCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "number" ? code : undefined;
+}

@@ -1,0 +1,48 @@
+/**
+ * Typed reads of the settings declared in package.json (`contributes.configuration`), which is
+ * the one place that defines their names, types and defaults.
+ */
+
+import * as vscode from "vscode";
+import type manifest from "../package.json";
+import type { PermissionMode } from "./session";
+
+type Declared = typeof manifest.contributes.configuration.properties;
+type Key = keyof Declared extends `heddle.${infer K}` ? K : never;
+
+export const SECTION = "heddle";
+
+function read<T>(key: Key): T {
+  // The default comes from package.json through VS Code; it is never repeated here.
+  return vscode.workspace.getConfiguration(SECTION).get<T>(key) as T;
+}
+
+export interface DaemonLaunch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** How to start the daemon: `python -m heddle serve` when a Python path is set, else `heddle serve`. */
+export function daemonLaunch(): DaemonLaunch {
+  const pythonPath = read<string>("server.pythonPath").trim();
+  const env = read<Record<string, string>>("server.env") ?? {};
+  if (pythonPath) return { command: pythonPath, args: ["-m", "heddle", "serve"], env };
+  return { command: read<string>("server.command").trim() || "heddle", args: ["serve"], env };
+}
+
+export function model(): string | undefined {
+  return read<string>("model").trim() || undefined;
+}
+
+export function permissionMode(): PermissionMode {
+  return read<PermissionMode>("permissionMode");
+}
+
+export function affectsDaemon(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SECTION}.server`);
+}
+
+export function affectsSession(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SECTION}.model`) || event.affectsConfiguration(`${SECTION}.permissionMode`);
+}

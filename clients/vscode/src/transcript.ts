@@ -1,0 +1,213 @@
+/**
+ * The panel's model: a list of blocks built from prompts, `turn/event`s and turn results by a
+ * pure reducer. The extension keeps one copy (to repaint a reopened panel) and the webview runs
+ * the same reducer on the same actions, repainting only the blocks an action touched.
+ */
+
+import type { ContextItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+
+export type ToolState = "pending" | "asking" | "running" | "ok" | "error" | "rejected" | "cancelled";
+
+export type Block =
+  | { kind: "user"; id: string; text: string; context: string[] }
+  | { kind: "assistant"; id: string; text: string }
+  | { kind: "thinking"; id: string; text: string }
+  | {
+      kind: "tool";
+      id: string;
+      tool: string;
+      title: string;
+      state: ToolState;
+      summary?: string;
+      diff?: string;
+      /** The proposed diff shown while permission is asked. */
+      preview?: string;
+      /** The command a shell call asks to run. */
+      command?: string;
+      decision?: string;
+    }
+  | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
+  | { kind: "end"; id: string; reason: string; detail?: string };
+
+export type Action =
+  | { type: "prompt"; prompt: string; context: ContextItem[] }
+  | { type: "event"; params: TurnEventParams }
+  | { type: "result"; result: TurnStartResult }
+  | { type: "failure"; message: string }
+  | { type: "notice"; level: "info" | "warning" | "error"; text: string }
+  | { type: "clear" };
+
+export interface Transcript {
+  readonly blocks: readonly Block[];
+  /** Number of actions applied; gives blocks unique ids. */
+  readonly serial: number;
+  /** Whether the last block streams text that the next delta continues. */
+  readonly open?: "assistant" | "thinking";
+}
+
+export const EMPTY: Transcript = { blocks: [], serial: 0 };
+
+export interface Update {
+  transcript: Transcript;
+  /** Ids of blocks that were added or changed, in order. */
+  changed: string[];
+  /** True when every block was dropped. */
+  cleared?: boolean;
+}
+
+export function reduce(t: Transcript, action: Action): Update {
+  const serial = t.serial + 1;
+  const id = (suffix = "") => `b${serial}${suffix}`;
+  switch (action.type) {
+    case "clear":
+      return { transcript: { blocks: [], serial }, changed: [], cleared: true };
+    case "prompt":
+      return append(t, serial, {
+        kind: "user",
+        id: id(),
+        text: action.prompt,
+        context: action.context.map(describeContext),
+      });
+    case "failure":
+      return append(t, serial, { kind: "notice", id: id(), level: "error", text: action.message });
+    case "notice":
+      return append(t, serial, { kind: "notice", id: id(), level: action.level, text: action.text });
+    case "result":
+      return append(t, serial, endBlock(id(), action.result));
+    case "event":
+      return reduceEvent(t, serial, action.params);
+  }
+}
+
+function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Update {
+  const event = params.event;
+  const id = `b${serial}`;
+  switch (event.kind) {
+    case "textDelta":
+    case "thinkingDelta": {
+      const kind = event.kind === "textDelta" ? "assistant" : "thinking";
+      const last = t.blocks[t.blocks.length - 1];
+      if (t.open === kind && last && last.kind === kind) {
+        return replace(t, serial, { ...last, text: last.text + event.text }, kind);
+      }
+      return append(t, serial, { kind, id, text: event.text }, kind);
+    }
+    case "toolCallStarted":
+      return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.tool, state: "pending" });
+    case "toolCallInput":
+      return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.title, state: "running" });
+    case "permissionAsked":
+      return upsertTool(t, serial, event.toolCallId, {
+        title: event.title,
+        state: "asking",
+        preview: event.preview?.kind === "diff" ? event.preview.diff : undefined,
+        command: event.preview?.kind === "command" ? event.preview.command : undefined,
+      });
+    case "permissionAnswered":
+      return upsertTool(t, serial, event.toolCallId, {
+        state: event.decision === "reject" ? "rejected" : "running",
+        decision: describeDecision(event.decision, event.rule, event.reason),
+      });
+    case "toolCallFinished":
+      return upsertTool(t, serial, event.toolCallId, {
+        tool: event.tool,
+        state: event.status,
+        summary: event.summary,
+        diff: event.diff ?? undefined,
+      });
+    case "retry":
+      return append(t, serial, {
+        kind: "notice",
+        id,
+        level: "warning",
+        text: `${event.error.message} — retrying in ${Math.round(event.delayMs / 100) / 10}s ` +
+          `(attempt ${event.attempt} of ${event.maxAttempts})`,
+      });
+    case "error":
+      return append(t, serial, { kind: "notice", id, level: "error", text: event.error.message });
+    case "turnStarted":
+    case "usage":
+      return { transcript: { ...t, serial }, changed: [] };
+    default:
+      return unknownEvent(t, serial, event as { kind?: unknown; message?: unknown });
+  }
+}
+
+/** Kinds added after this client was built (compaction, model fallback, ...) show as a note. */
+function unknownEvent(t: Transcript, serial: number, event: { kind?: unknown; message?: unknown }): Update {
+  const kind = String(event.kind ?? "event");
+  const text = typeof event.message === "string" ? event.message : humanize(kind);
+  return append(t, serial, { kind: "notice", id: `b${serial}`, level: "info", text });
+}
+
+function humanize(kind: string): string {
+  const words = kind.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function upsertTool(
+  t: Transcript,
+  serial: number,
+  toolCallId: string,
+  patch: Partial<Extract<Block, { kind: "tool" }>>,
+): Update {
+  const id = `tool-${toolCallId}`;
+  const index = t.blocks.findIndex((b) => b.id === id);
+  if (index < 0) {
+    const block: Block = { kind: "tool", id, tool: patch.tool ?? "tool", title: patch.title ?? patch.tool ?? "tool", state: "pending", ...patch };
+    return append(t, serial, block);
+  }
+  const current = t.blocks[index] as Extract<Block, { kind: "tool" }>;
+  const blocks = t.blocks.slice();
+  blocks[index] = { ...current, ...definedOnly(patch) };
+  return { transcript: { blocks, serial }, changed: [id] };
+}
+
+function definedOnly<T extends object>(patch: T): Partial<T> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function append(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
+  return { transcript: { blocks: [...t.blocks, block], serial, open }, changed: [block.id] };
+}
+
+function replace(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
+  const blocks = t.blocks.slice(0, -1);
+  blocks.push(block);
+  return { transcript: { blocks, serial, open }, changed: [block.id] };
+}
+
+function endBlock(id: string, result: TurnStartResult): Block {
+  const detail = result.error?.message ??
+    (result.reason === "cancelled" && result.cancelPhase ? `while ${result.cancelPhase === "tools" ? "tools ran" : "the model was answering"}` : undefined);
+  return detail === undefined ? { kind: "end", id, reason: result.reason } : { kind: "end", id, reason: result.reason, detail };
+}
+
+export function describeContext(item: ContextItem): string {
+  const name = item.path.split(/[\\/]/).pop() ?? item.path;
+  return item.range ? `${name}:${item.range.startLine}-${item.range.endLine}` : name;
+}
+
+function describeDecision(decision: string, rule?: string | null, reason?: string | null): string {
+  const words: Record<string, string> = { allowOnce: "allowed once", allowAlways: "always allowed", reject: "rejected" };
+  let text = words[decision] ?? decision;
+  if (rule) text += ` (${rule})`;
+  if (reason) text += ` — ${reason}`;
+  return text;
+}
+
+/** Short human words for a terminal reason. */
+export function describeReason(reason: string): string {
+  const words: Record<string, string> = {
+    completed: "Done",
+    cancelled: "Cancelled",
+    maxTurns: "Stopped: too many steps",
+    promptTooLong: "Stopped: the conversation is too long",
+    modelError: "Stopped: the model failed",
+    blockingLimit: "Stopped: context limit reached",
+    stopHookPrevented: "Stopped by a hook",
+    hookStopped: "Stopped by a hook",
+    tokenBudget: "Stopped: token budget spent",
+  };
+  return words[reason] ?? humanize(reason);
+}

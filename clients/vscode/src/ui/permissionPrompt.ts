@@ -1,0 +1,151 @@
+/**
+ * The permission prompt: a native quick pick naming the tool and what it will do, offering the
+ * daemon's choices (Allow once / Always allow with its rule / Reject with an optional message)
+ * and, for edits, "Show diff" to open the change in VS Code's diff view.
+ */
+
+import * as vscode from "vscode";
+import type { PermissionOption, PermissionRequestParams, PermissionRequestResult } from "../protocol.generated";
+import { applyUnifiedDiff } from "../unifiedDiff";
+import { DiffDocuments, readFileOrEmpty } from "../editor";
+
+type Decision = PermissionOption["decision"];
+
+interface Choice extends vscode.QuickPickItem {
+  decision?: Decision;
+  rule?: string;
+  showDiff?: true;
+}
+
+const ICONS: Record<Decision, string> = { allowOnce: "$(check)", allowAlways: "$(check-all)", reject: "$(close)" };
+const DEFAULT_OPTIONS: PermissionOption[] = [
+  { decision: "allowOnce", label: "Allow once" },
+  { decision: "allowAlways", label: "Always allow" },
+  { decision: "reject", label: "Reject" },
+];
+
+export async function askPermission(
+  request: PermissionRequestParams,
+  signal: AbortSignal,
+  diffs: DiffDocuments,
+): Promise<PermissionRequestResult> {
+  const choice = await pick(request, signal, diffs);
+  diffs.forget(request.toolCallId);
+  if (!choice?.decision || signal.aborted) return { decision: "reject" };
+  if (choice.decision === "reject") {
+    const message = await askReason(signal);
+    return message ? { decision: "reject", message } : { decision: "reject" };
+  }
+  return choice.rule ? { decision: choice.decision, rule: choice.rule } : { decision: choice.decision };
+}
+
+function choices(request: PermissionRequestParams): Choice[] {
+  const options = request.options.length ? request.options : DEFAULT_OPTIONS;
+  const items: Choice[] = options.map((option) => ({
+    label: `${ICONS[option.decision] ?? ""} ${option.label}`.trim(),
+    description: describeOption(option),
+    decision: option.decision,
+    rule: option.rule ?? undefined,
+  }));
+  if (request.preview?.kind === "diff") {
+    items.push({ label: "", kind: vscode.QuickPickItemKind.Separator });
+    items.push({ label: "$(diff) Show diff", description: "open the change side by side", showDiff: true });
+  }
+  return items;
+}
+
+function describeOption(option: PermissionOption): string | undefined {
+  if (option.rule && !option.label.includes(option.rule)) return `rule: ${option.rule}`;
+  if (option.rule) return "saved as a rule for this session";
+  if (option.decision === "reject") return "you can say why next";
+  return undefined;
+}
+
+function placeholder(request: PermissionRequestParams): string {
+  const preview = request.preview;
+  if (preview?.kind === "command") return `${request.title} — in ${preview.cwd}`;
+  return request.title;
+}
+
+function pick(request: PermissionRequestParams, signal: AbortSignal, diffs: DiffDocuments): Promise<Choice | undefined> {
+  return new Promise((resolve) => {
+    const quickPick = vscode.window.createQuickPick<Choice>();
+    quickPick.title = `Heddle wants to use ${request.tool}`;
+    quickPick.placeholder = placeholder(request);
+    quickPick.items = choices(request);
+    quickPick.ignoreFocusOut = true;
+    quickPick.matchOnDescription = true;
+    let chosen: Choice | undefined;
+    const finish = () => {
+      listeners.forEach((listener) => listener.dispose());
+      signal.removeEventListener("abort", onAbort);
+      quickPick.dispose();
+      resolve(chosen);
+    };
+    const onAbort = () => quickPick.hide();
+    const listeners = [
+      quickPick.onDidAccept(() => {
+        const item = quickPick.selectedItems[0];
+        if (!item) return;
+        if (item.showDiff) {
+          void showDiff(request, diffs);
+          quickPick.activeItems = [quickPick.items[0]];
+          return;
+        }
+        chosen = item;
+        quickPick.hide();
+      }),
+      quickPick.onDidHide(finish),
+    ];
+    signal.addEventListener("abort", onAbort);
+    if (signal.aborted) {
+      finish();
+      return;
+    }
+    quickPick.show();
+  });
+}
+
+async function showDiff(request: PermissionRequestParams, diffs: DiffDocuments): Promise<void> {
+  const preview = request.preview;
+  if (preview?.kind !== "diff") return;
+  const before = await readFileOrEmpty(preview.path);
+  const after = applyUnifiedDiff(before, preview.diff);
+  if (after === undefined) {
+    // The file changed since the diff was made; show the diff text itself.
+    await diffs.show(request.toolCallId, `${preview.path}.diff`, "", preview.diff, request.title);
+    return;
+  }
+  await diffs.show(request.toolCallId, preview.path, before, after, `${request.title} (proposed)`);
+}
+
+function askReason(signal: AbortSignal): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const input = vscode.window.createInputBox();
+    input.title = "Reject";
+    input.prompt = "Tell Heddle why, or what to do instead (optional). Press Enter to reject.";
+    input.ignoreFocusOut = true;
+    let message: string | undefined;
+    const onAbort = () => input.hide();
+    const listeners = [
+      input.onDidAccept(() => {
+        message = input.value.trim() || undefined;
+        input.hide();
+      }),
+      input.onDidHide(() => {
+        listeners.forEach((listener) => listener.dispose());
+        signal.removeEventListener("abort", onAbort);
+        input.dispose();
+        resolve(message);
+      }),
+    ];
+    if (signal.aborted) {
+      listeners.forEach((listener) => listener.dispose());
+      input.dispose();
+      resolve(undefined);
+      return;
+    }
+    signal.addEventListener("abort", onAbort);
+    input.show();
+  });
+}

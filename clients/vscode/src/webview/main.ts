@@ -1,0 +1,175 @@
+/**
+ * The panel's script, running inside the webview: applies each action to its transcript with the
+ * shared reducer and repaints only the blocks that changed. Assistant text is markdown, rendered
+ * at most once per animation frame while it streams.
+ */
+
+import MarkdownIt from "markdown-it";
+import type { FromWebview, ToWebview } from "../ui/panel";
+import { describeReason, EMPTY, reduce, type Block, type Transcript } from "../transcript";
+
+declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
+
+const vscode = acquireVsCodeApi();
+// Raw HTML from the model is shown as text, never run; links stay plain.
+const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
+
+const root = document.getElementById("transcript") as HTMLElement;
+const state = document.getElementById("state") as HTMLElement;
+const cancelButton = document.getElementById("cancel") as HTMLButtonElement;
+const newSessionButton = document.getElementById("new-session") as HTMLButtonElement;
+const composer = document.getElementById("composer") as HTMLFormElement;
+const promptInput = document.getElementById("prompt") as HTMLTextAreaElement;
+
+let transcript: Transcript = EMPTY;
+let running = false;
+const dirty = new Set<string>();
+let frame: number | undefined;
+
+window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
+  const message = event.data;
+  switch (message.type) {
+    case "reset":
+      transcript = message.transcript;
+      root.replaceChildren();
+      transcript.blocks.forEach((block) => dirty.add(block.id));
+      setRunning(message.running);
+      break;
+    case "action": {
+      const update = reduce(transcript, message.action);
+      transcript = update.transcript;
+      if (update.cleared) root.replaceChildren();
+      update.changed.forEach((id) => dirty.add(id));
+      break;
+    }
+    case "running":
+      setRunning(message.running);
+      break;
+  }
+  schedule();
+});
+
+cancelButton.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+newSessionButton.addEventListener("click", () => vscode.postMessage({ type: "newSession" }));
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send();
+});
+promptInput.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    send();
+  }
+});
+
+function send(): void {
+  const prompt = promptInput.value.trim();
+  if (!prompt || running) return;
+  promptInput.value = "";
+  vscode.postMessage({ type: "ask", prompt });
+}
+
+function setRunning(value: boolean): void {
+  running = value;
+  document.body.dataset.running = String(value);
+  cancelButton.hidden = !value;
+  state.textContent = value ? "Working…" : "Idle";
+}
+
+function schedule(): void {
+  if (frame === undefined) frame = requestAnimationFrame(paint);
+}
+
+function paint(): void {
+  frame = undefined;
+  const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  for (const block of transcript.blocks) {
+    if (!dirty.has(block.id)) continue;
+    const fresh = render(block);
+    const existing = document.getElementById(block.id);
+    if (existing) existing.replaceWith(fresh);
+    else root.appendChild(fresh);
+  }
+  dirty.clear();
+  if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+}
+
+function element(tag: string, className?: string, text?: string): HTMLElement {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function render(block: Block): HTMLElement {
+  const node = element("section", `block ${block.kind}`);
+  node.id = block.id;
+  node.dataset.kind = block.kind;
+  switch (block.kind) {
+    case "user": {
+      node.appendChild(element("div", "text", block.text));
+      if (block.context.length) node.appendChild(element("div", "context", `with ${block.context.join(", ")}`));
+      break;
+    }
+    case "assistant": {
+      const body = element("div", "markdown");
+      body.innerHTML = markdown.render(block.text);
+      node.appendChild(body);
+      break;
+    }
+    case "thinking": {
+      const details = element("details");
+      details.appendChild(element("summary", undefined, "Thinking"));
+      details.appendChild(element("div", "text", block.text));
+      node.appendChild(details);
+      break;
+    }
+    case "tool": {
+      node.dataset.status = block.state;
+      const header = element("div", "tool-header");
+      header.appendChild(element("span", `status status-${block.state}`, STATUS_WORDS[block.state]));
+      header.appendChild(element("span", "title", block.title));
+      if (block.summary) header.appendChild(element("span", "summary", block.summary));
+      node.appendChild(header);
+      if (block.decision) node.appendChild(element("div", "decision", `Permission: ${block.decision}`));
+      if (block.command) node.appendChild(element("pre", "command", `$ ${block.command}`));
+      const diff = block.diff ?? block.preview;
+      if (diff) node.appendChild(renderDiff(diff));
+      break;
+    }
+    case "notice":
+      node.dataset.level = block.level;
+      node.appendChild(element("div", "text", block.text));
+      break;
+    case "end":
+      node.dataset.reason = block.reason;
+      node.appendChild(element("div", "text", block.detail ? `${describeReason(block.reason)} — ${block.detail}` : describeReason(block.reason)));
+      break;
+  }
+  return node;
+}
+
+const STATUS_WORDS: Record<string, string> = {
+  pending: "…",
+  asking: "Waiting for you",
+  running: "Running",
+  ok: "Done",
+  error: "Failed",
+  rejected: "Rejected",
+  cancelled: "Cancelled",
+};
+
+function renderDiff(diff: string): HTMLElement {
+  const pre = element("pre", "diff");
+  for (const line of diff.replace(/\n$/, "").split("\n")) {
+    const kind = line.startsWith("+++") || line.startsWith("---") ? "file"
+      : line.startsWith("@@") ? "hunk"
+      : line.startsWith("+") ? "add"
+      : line.startsWith("-") ? "del"
+      : "ctx";
+    pre.appendChild(element("span", `line ${kind}`, line));
+  }
+  return pre;
+}
+
+vscode.postMessage({ type: "ready" });

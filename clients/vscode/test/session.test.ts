@@ -1,0 +1,261 @@
+/**
+ * The editor-agnostic session logic (src/session.ts, src/transcript.ts) against the real
+ * daemon and the scripted model server, over stdio through vscode-jsonrpc.
+ */
+
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import {
+  EVENT_KINDS,
+  Methods,
+  PROTOCOL_VERSION,
+  type PermissionRequestParams,
+  type PermissionRequestResult,
+  type TurnEventParams,
+} from "../src/protocol.generated";
+import { Conversation, TurnInProgressError } from "../src/session";
+import { EMPTY, reduce, type Block, type Transcript } from "../src/transcript";
+import { deadline, startDaemon, startScripted, tempDir, type DaemonProcess, type Scripted } from "./support/processes";
+
+const SCENARIOS = join(__dirname, "..", "..", "test", "scenarios");
+const scenario = (name: string) => join(SCENARIOS, `${name}.json`);
+
+/** A conversation host that records events and answers permission requests with a script. */
+class Recorder {
+  events: TurnEventParams[] = [];
+  asked: PermissionRequestParams[] = [];
+  transcript: Transcript = EMPTY;
+  private waiters: Array<{ test: () => boolean; done: () => void }> = [];
+
+  constructor(public answer: (request: PermissionRequestParams, signal: AbortSignal) => Promise<PermissionRequestResult>) {}
+
+  onEvent(params: TurnEventParams): void {
+    this.events.push(params);
+    this.transcript = reduce(this.transcript, { type: "event", params }).transcript;
+    this.wake();
+  }
+
+  askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult> {
+    this.asked.push(request);
+    this.wake();
+    return this.answer(request, signal);
+  }
+
+  /** Resolves once `test` holds, re-checked on every event; bounded by `ms`. */
+  until(test: () => boolean, what: string, ms = 10000): Promise<void> {
+    if (test()) return Promise.resolve();
+    return deadline(new Promise<void>((done) => this.waiters.push({ test, done })), ms, what);
+  }
+
+  kinds(): string[] {
+    return this.events.map((e) => e.event.kind);
+  }
+
+  blocks<K extends Block["kind"]>(kind: K): Array<Extract<Block, { kind: K }>> {
+    return this.transcript.blocks.filter((b): b is Extract<Block, { kind: K }> => b.kind === kind);
+  }
+
+  private wake(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.test()) return true;
+      w.done();
+      return false;
+    });
+  }
+}
+
+const allow = (decision: "allowOnce" | "allowAlways") => async (request: PermissionRequestParams) => {
+  const option = request.options.find((o) => o.decision === decision);
+  return option?.rule ? { decision, rule: option.rule } : { decision };
+};
+
+describe("session logic against the real daemon", () => {
+  let scripted: Scripted;
+  let daemon: DaemonProcess;
+  let workspace: ReturnType<typeof tempDir>;
+  let state: ReturnType<typeof tempDir>;
+
+  // One model server and one daemon for the file (the daemon's first model call is slow to
+  // warm up); every test has its own scenario, workspace and session.
+  before(async () => {
+    state = tempDir("heddle-state-");
+    scripted = await startScripted(
+      ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset"]
+        .map(scenario),
+    );
+    daemon = await startDaemon(
+      { ANTHROPIC_BASE_URL: scripted.url, ANTHROPIC_API_KEY: "test", XDG_STATE_HOME: state.path },
+      state.path,
+    );
+  });
+
+  after(async () => {
+    await daemon?.stop();
+    await scripted?.stop();
+    state?.remove();
+  });
+
+  beforeEach(() => {
+    workspace = tempDir("heddle-ws-");
+    writeFileSync(join(workspace.path, "hello.py"), 'print("Hello, wrold")\n');
+  });
+
+  afterEach(() => {
+    workspace?.remove();
+  });
+
+  const settings = (model: string) => ({ workspace: workspace.path, model });
+
+  it("initialize reports Heddle's protocol version, methods and event kinds", () => {
+    assert.equal(daemon.server.protocolVersion, PROTOCOL_VERSION);
+    assert.deepEqual([...daemon.server.methods].sort(), Object.values(Methods).sort());
+    assert.deepEqual([...daemon.server.eventKinds].sort(), [...EVENT_KINDS].sort());
+    assert.ok(daemon.server.tools.includes("Edit"));
+  });
+
+  it("streams a turn, asks before editing, and the edit lands on disk after Allow once", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    // The scenario's first step only answers if the selection reached the model.
+    const context = [{
+      path: join(workspace.path, "hello.py"),
+      text: 'print("Hello, wrold")',
+      range: { startLine: 1, endLine: 1 },
+      language: "python",
+    }];
+    const result = await deadline(conversation.ask(settings("vscode-edit"), "Fix the typo", context), 20000, "the turn");
+
+    assert.equal(result.reason, "completed");
+    assert.equal(result.text, "Fixed the typo in **hello.py**: it now prints `Hello, world`.");
+    assert.equal(readFileSync(join(workspace.path, "hello.py"), "utf8"), 'print("Hello, world")\n');
+
+    assert.equal(host.asked.length, 1);
+    const request = host.asked[0];
+    assert.equal(request.tool, "Edit");
+    assert.deepEqual(request.options.map((o) => o.decision), ["allowOnce", "allowAlways", "reject"]);
+    assert.ok(request.options.find((o) => o.decision === "allowAlways")?.rule, "Always allow shows its rule");
+    assert.equal(request.preview?.kind, "diff");
+    if (request.preview?.kind === "diff") {
+      assert.equal(request.preview.path, join(workspace.path, "hello.py"));
+      assert.match(request.preview.diff, /^-print\("Hello, wrold"\)$/m);
+      assert.match(request.preview.diff, /^\+print\("Hello, world"\)$/m);
+    }
+
+    // Every event of the turn arrived, in order, with no gap.
+    assert.deepEqual(host.events.map((e) => e.seq), host.events.map((_, i) => i));
+    assert.equal(new Set(host.events.map((e) => e.turnId)).size, 1);
+    assert.equal(host.events[0].event.kind, "turnStarted");
+    for (const kind of ["textDelta", "toolCallStarted", "toolCallInput", "permissionAsked", "permissionAnswered", "toolCallFinished"]) {
+      assert.ok(host.kinds().includes(kind), `saw ${kind}`);
+    }
+
+    // The panel's model of the same events.
+    const [tool] = host.blocks("tool");
+    assert.equal(tool.tool, "Edit");
+    assert.equal(tool.state, "ok");
+    assert.match(tool.diff ?? "", /\+print\("Hello, world"\)/);
+    assert.match(tool.decision ?? "", /allowed once/);
+    assert.deepEqual(host.blocks("assistant").map((b) => b.text), [
+      "I'll fix the typo in the greeting.",
+      "Fixed the typo in **hello.py**: it now prints `Hello, world`.",
+    ]);
+  });
+
+  it("Always allow saves the rule, so the next edit of the file runs without asking", async () => {
+    const host = new Recorder(allow("allowAlways"));
+    const conversation = new Conversation(daemon.connection, host);
+    const result = await deadline(conversation.ask(settings("vscode-two-edits"), "Fix hello.py"), 20000, "the turn");
+
+    assert.equal(result.reason, "completed");
+    assert.equal(host.asked.length, 1, "asked only for the first edit");
+    assert.equal(readFileSync(join(workspace.path, "hello.py"), "utf8"), 'print(  "Hello, world")\n');
+    const answers = host.events.flatMap((e) => (e.event.kind === "permissionAnswered" ? [e.event] : []));
+    assert.equal(answers[0].decision, "allowAlways");
+    assert.equal(answers[0].rule, host.asked[0].options.find((o) => o.decision === "allowAlways")?.rule);
+    assert.deepEqual(host.blocks("tool").map((b) => b.state), ["ok", "ok"]);
+  });
+
+  it("Reject with a message: the command does not run and the model gets the message", async () => {
+    const host = new Recorder(async () => ({ decision: "reject", message: "Do not write files in this folder." }));
+    const conversation = new Conversation(daemon.connection, host);
+    const result = await deadline(conversation.ask(settings("vscode-command"), "Run it"), 20000, "the turn");
+
+    assert.equal(result.reason, "completed");
+    assert.equal(host.asked.length, 1);
+    assert.equal(host.asked[0].tool, "Bash");
+    assert.equal(host.asked[0].preview?.kind, "command");
+    assert.equal(existsSync(join(workspace.path, "ran.txt")), false);
+    const [tool] = host.blocks("tool");
+    assert.equal(tool.state, "rejected");
+    assert.match(tool.decision ?? "", /rejected/);
+  });
+
+  it("cancel ends a streaming turn promptly with reason cancelled", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    const turn = conversation.ask(settings("vscode-slow"), "Take your time");
+    await host.until(() => host.kinds().includes("textDelta"), "the first text delta");
+    assert.equal(conversation.running, true);
+
+    const started = Date.now();
+    assert.equal(conversation.cancel(), true);
+    const result = await deadline(turn, 5000, "the cancelled turn to end");
+    const elapsed = Date.now() - started;
+
+    assert.equal(result.reason, "cancelled");
+    assert.equal(result.cancelPhase, "streaming");
+    assert.ok(elapsed < 2000, `cancel took ${elapsed} ms`);
+    assert.equal(conversation.running, false);
+    assert.equal(conversation.cancel(), false, "nothing left to cancel");
+  });
+
+  it("cancel while the permission prompt is open closes the prompt and ends the turn", async () => {
+    let promptSignal: AbortSignal | undefined;
+    const host = new Recorder((_request, signal) => {
+      promptSignal = signal;
+      return new Promise((resolve) => signal.addEventListener("abort", () => resolve({ decision: "reject" })));
+    });
+    const conversation = new Conversation(daemon.connection, host);
+    const turn = conversation.ask(settings("vscode-edit-cancel"), "Fix the typo");
+    await host.until(() => host.asked.length === 1, "the permission request");
+
+    conversation.cancel();
+    const result = await deadline(turn, 5000, "the cancelled turn to end");
+
+    assert.equal(result.reason, "cancelled");
+    assert.equal(promptSignal?.aborted, true, "the prompt was told to close");
+    assert.equal(readFileSync(join(workspace.path, "hello.py"), "utf8"), 'print("Hello, wrold")\n');
+  });
+
+  it("a follow-up continues the same session; a second ask while running is refused", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    const first = conversation.ask(settings("vscode-follow-up"), "Answer me");
+    await assert.rejects(conversation.ask(settings("vscode-follow-up"), "too soon"), TurnInProgressError);
+    assert.equal((await deadline(first, 20000, "the first turn")).text, "The first answer.");
+    const sessionId = conversation.sessionInfo?.sessionId;
+
+    const second = await deadline(conversation.ask(settings("vscode-follow-up"), "and then?"), 20000, "the follow-up");
+    assert.equal(second.reason, "completed");
+    assert.equal(second.text, "The follow-up answer.");
+    assert.equal(conversation.sessionInfo?.sessionId, sessionId);
+    assert.equal(new Set(host.events.map((e) => e.sessionId)).size, 1);
+  });
+
+  it("after reset the next ask opens a new session", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    await deadline(conversation.ask(settings("vscode-reset"), "Answer me"), 20000, "the first turn");
+    const first = conversation.sessionInfo?.sessionId;
+    conversation.reset();
+    assert.equal(conversation.sessionInfo, undefined);
+
+    const second = await deadline(conversation.ask(settings("vscode-reset"), "Again"), 20000, "the second turn");
+    assert.equal(second.reason, "completed");
+    const next = conversation.sessionInfo as { sessionId: string } | undefined;
+    assert.ok(next?.sessionId);
+    assert.notEqual(next.sessionId, first);
+  });
+});

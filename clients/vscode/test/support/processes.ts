@@ -1,0 +1,142 @@
+/**
+ * Real processes for the tests: the scripted model server and the Heddle daemon, each in its
+ * own process group so teardown kills everything it started, with every wait bounded.
+ */
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from "vscode-jsonrpc/node";
+import type { ServerHeddleCapabilities } from "../../src/protocol.generated";
+
+/** The repository root (tests run from clients/vscode/out/...). */
+export const REPO = resolve(__dirname, "..", "..", "..");
+
+/** How to run Heddle's Python: HEDDLE_PYTHON, else the repo's .venv. */
+export function python(): { command: string; env: Record<string, string> } {
+  const command = process.env.HEDDLE_PYTHON ?? join(REPO, ".venv", "bin", "python");
+  const extra: Record<string, string> = process.env.HEDDLE_PYTHONPATH ? { PYTHONPATH: process.env.HEDDLE_PYTHONPATH } : {};
+  return { command, env: extra };
+}
+
+export function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Kill a detached child's whole process group; wait (bounded) for it to exit. */
+export async function killGroup(child: ChildProcess, ms = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, sig);
+    } catch {
+      // Already gone.
+    }
+  };
+  signal("SIGTERM");
+  const timer = setTimeout(() => signal("SIGKILL"), ms);
+  await deadline(exited, ms + 2000, `process ${child.pid} to exit`).finally(() => clearTimeout(timer));
+}
+
+export function tempDir(prefix: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface Scripted {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Start `python -m heddle.scripted` serving the scenario files given. */
+export async function startScripted(scenarioFiles: string[], log?: (line: string) => void): Promise<Scripted> {
+  const py = python();
+  const args = ["-m", "heddle.scripted", "--port", "0", "--quiet", ...scenarioFiles.flatMap((f) => ["--scenario", f])];
+  const child = spawn(py.command, args, {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...py.env },
+  });
+  child.stderr!.setEncoding("utf8").on("data", (text: string) => log?.(text));
+  const url = await deadline(
+    new Promise<string>((resolveUrl, reject) => {
+      let buffered = "";
+      child.stdout!.setEncoding("utf8").on("data", (text: string) => {
+        buffered += text;
+        const match = /listening on (\S+)/.exec(buffered);
+        if (match) resolveUrl(match[1]);
+      });
+      child.once("exit", (code) => reject(new Error(`the scripted model server exited with ${code}`)));
+      child.once("error", reject);
+    }),
+    20000,
+    "the scripted model server to listen",
+  ).catch(async (error) => {
+    await killGroup(child);
+    throw error;
+  });
+  return { url, stop: () => killGroup(child) };
+}
+
+export interface DaemonProcess {
+  connection: MessageConnection;
+  server: ServerHeddleCapabilities;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+/** Start the real daemon over stdio and run `initialize`, announcing permission requests. */
+export async function startDaemon(env: Record<string, string>, cwd: string): Promise<DaemonProcess> {
+  const py = python();
+  const child = spawn(py.command, ["-m", "heddle", "serve"], {
+    cwd,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, ...py.env, ...env },
+  });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (text: string) => {
+    stderr += text;
+  });
+  const connection = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+  connection.listen();
+  const stop = async () => {
+    try {
+      await deadline(connection.sendRequest("shutdown"), 3000, "shutdown");
+      await connection.sendNotification("exit");
+    } catch {
+      // The group kill below ends it anyway.
+    }
+    connection.dispose();
+    await killGroup(child);
+  };
+  try {
+    const result = await deadline(
+      connection.sendRequest<{ capabilities: { experimental?: { heddle?: ServerHeddleCapabilities } } }>("initialize", {
+        processId: process.pid,
+        rootUri: null,
+        capabilities: { experimental: { heddle: { permissionRequests: true } } },
+      }),
+      20000,
+      "initialize",
+    );
+    await connection.sendNotification("initialized", {});
+    const server = result.capabilities.experimental?.heddle;
+    if (!server) throw new Error("initialize returned no capabilities.experimental.heddle");
+    return { connection, server, stderr: () => stderr, stop };
+  } catch (error) {
+    await stop();
+    throw new Error(`${(error as Error).message}\n--- daemon stderr ---\n${stderr}`);
+  }
+}

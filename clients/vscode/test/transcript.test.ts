@@ -1,0 +1,80 @@
+/** The panel's reducer: pure, no daemon. */
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Event, TurnEventParams } from "../src/protocol.generated";
+import { EMPTY, reduce, type Action, type Transcript } from "../src/transcript";
+
+let seq = 0;
+const event = (e: Event | Record<string, unknown>): Action =>
+  ({ type: "event", params: { sessionId: "s", turnId: "t", seq: seq++, event: e } as TurnEventParams });
+
+function run(actions: Action[]): Transcript {
+  return actions.reduce((t, a) => reduce(t, a).transcript, EMPTY);
+}
+
+describe("transcript", () => {
+  it("joins text deltas into one markdown block until something else happens", () => {
+    const t = run([
+      { type: "prompt", prompt: "hi", context: [{ path: "/w/a.py", range: { startLine: 2, endLine: 4 } }] },
+      event({ kind: "turnStarted", prompt: "hi", model: "m" }),
+      event({ kind: "textDelta", text: "Hel" }),
+      event({ kind: "textDelta", text: "lo **there**" }),
+      event({ kind: "toolCallStarted", toolCallId: "c1", tool: "Read" }),
+      event({ kind: "textDelta", text: "More." }),
+    ]);
+    assert.deepEqual(t.blocks.map((b) => b.kind), ["user", "assistant", "tool", "assistant"]);
+    assert.deepEqual(t.blocks[0], { kind: "user", id: "b1", text: "hi", context: ["a.py:2-4"] });
+    assert.equal(t.blocks[1].kind === "assistant" && t.blocks[1].text, "Hello **there**");
+  });
+
+  it("follows a tool call from start through permission to its result", () => {
+    const t = run([
+      event({ kind: "toolCallStarted", toolCallId: "c1", tool: "Edit" }),
+      event({ kind: "toolCallInput", toolCallId: "c1", tool: "Edit", input: {}, title: "Edit a.py" }),
+      event({ kind: "permissionAsked", toolCallId: "c1", title: "Edit a.py", preview: { kind: "diff", path: "/w/a.py", diff: "-x\n+y\n" } }),
+    ]);
+    assert.deepEqual(t.blocks, [
+      { kind: "tool", id: "tool-c1", tool: "Edit", title: "Edit a.py", state: "asking", preview: "-x\n+y\n" },
+    ]);
+    const after = [
+      event({ kind: "permissionAnswered", toolCallId: "c1", decision: "allowAlways", rule: "Edit(a.py)" }),
+      event({ kind: "toolCallFinished", toolCallId: "c1", tool: "Edit", status: "ok", summary: "1 replacement", diff: "-x\n+y\n" }),
+    ].reduce((acc, a) => reduce(acc, a).transcript, t);
+    assert.deepEqual(after.blocks[0], {
+      kind: "tool", id: "tool-c1", tool: "Edit", title: "Edit a.py", state: "ok", preview: "-x\n+y\n",
+      decision: "always allowed (Edit(a.py))", summary: "1 replacement", diff: "-x\n+y\n",
+    });
+  });
+
+  it("reports only the changed block", () => {
+    const t = run([event({ kind: "textDelta", text: "a" })]);
+    const update = reduce(t, event({ kind: "textDelta", text: "b" }));
+    assert.deepEqual(update.changed, [t.blocks[0].id]);
+    assert.deepEqual(reduce(update.transcript, event({ kind: "usage", usage: {} })).changed, []);
+  });
+
+  it("shows retries, errors, the end of a turn, and event kinds it does not know", () => {
+    const t = run([
+      event({ kind: "retry", attempt: 1, maxAttempts: 3, delayMs: 1500, error: { code: "overloaded", message: "Overloaded" } }),
+      event({ kind: "error", error: { code: "internal", message: "boom" } }),
+      event({ kind: "compacted", message: "Compacted the conversation: 120k → 30k tokens" }),
+      event({ kind: "modelFallback" }),
+      { type: "result", result: { turnId: "t", reason: "cancelled", usage: {}, cancelPhase: "tools" } },
+    ]);
+    assert.deepEqual(t.blocks.map((b) => (b.kind === "notice" ? [b.level, b.text] : [b.kind])), [
+      ["warning", "Overloaded — retrying in 1.5s (attempt 1 of 3)"],
+      ["error", "boom"],
+      ["info", "Compacted the conversation: 120k → 30k tokens"],
+      ["info", "Model fallback"],
+      ["end"],
+    ]);
+    assert.deepEqual(t.blocks[4], { kind: "end", id: "b5", reason: "cancelled", detail: "while tools ran" });
+  });
+
+  it("clear drops every block", () => {
+    const update = reduce(run([event({ kind: "textDelta", text: "a" })]), { type: "clear" });
+    assert.equal(update.cleared, true);
+    assert.deepEqual(update.transcript.blocks, []);
+  });
+});

@@ -26,5 +26,3 @@ class ErrorCode(enum.IntEnum):
     """The session already runs a turn and the request asked not to wait."""
     INVALID_WORKSPACE = -32012
     """The workspace folder is not an absolute path to an existing directory."""
-    SHUTTING_DOWN = -32013
-    """The daemon is shutting down and takes no new work."""

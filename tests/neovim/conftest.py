@@ -54,25 +54,33 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _reap(pids: list[int], deadline: float) -> list[int]:
+def _reap(pids: list[int], deadline: float) -> list[str]:
     """Waits until every pid is gone; kills those still running at the deadline."""
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.02)
     survivors = [p for p in pids if _alive(p)]
+    described = []
+    for pid in survivors:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            cmdline = "?"
+        described.append(f"{pid} {cmdline.strip()}")
     for pid in survivors:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return survivors
+    return described
 
 
 class Editor:
     """A headless Neovim running the plugin, with helpers that read its state."""
 
-    def __init__(self, nvim: pynvim.Nvim) -> None:
+    def __init__(self, nvim: pynvim.Nvim, **base: Any) -> None:
         self.nvim = nvim
         self.pid: int = nvim.call("getpid")
+        self.base = base
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
@@ -81,7 +89,8 @@ class Editor:
         self.nvim.command(command)
 
     def setup(self, **opts: Any) -> None:
-        self.lua("require('heddle').setup(...)", opts)
+        """Calls the plugin's setup() with the fixture's options plus `opts`."""
+        self.lua("require('heddle').setup(...)", {**self.base, **opts})
 
     def wait(self, condition: str, what: str, timeout: float = WAIT) -> None:
         """Waits (inside Neovim, so its event loop keeps running) until the Lua expression holds."""
@@ -138,15 +147,19 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
         "ANTHROPIC_BASE_URL": scripted.url,
         "ANTHROPIC_API_KEY": "scripted",
     }
+    if os.environ.get("PYTHONPATH"):
+        # The daemon runs in the workspace, where relative entries would point elsewhere.
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         Path(env[key]).mkdir(parents=True)
     argv = ["env", *(f"{k}={v}" for k, v in env.items()),
             nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(INIT)]
     nvim = pynvim.attach("child", argv=argv)
-    editor = Editor(nvim)
+    editor = Editor(nvim, cmd=[sys.executable, "-m", "heddle", "serve"], workspace=str(workspace))
     try:
         editor.cmd(f"cd {workspace}")
-        editor.setup(cmd=[sys.executable, "-m", "heddle", "serve"], workspace=str(workspace))
+        editor.setup()
         yield editor
         assert editor.errors() == []
     finally:

@@ -99,6 +99,9 @@ end
 
 local function start()
   local opts = config.options
+  if vim.fn.executable(opts.cmd[1]) == 0 then
+    return nil, ('`%s` is not an executable: install Heddle or set `cmd` (:checkhealth heddle)'):format(opts.cmd[1])
+  end
   local handlers = {
     [protocol.methods.TURN_EVENT] = dispatch(protocol.methods.TURN_EVENT),
     [protocol.methods.PERMISSION_REQUEST] = dispatch(protocol.methods.PERMISSION_REQUEST),

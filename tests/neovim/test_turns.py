@@ -1,0 +1,140 @@
+"""Turns from Neovim: streaming into the output buffer, range prompts, follow-ups, cancelling.
+
+Each test starts its own Neovim and daemon, and the daemon's first model call is its slowest
+step, so a test walks through several turns of one conversation rather than one turn each.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from heddle.scripted import ScriptedServer
+
+FOOTER = re.compile(r"^_completed · \d+ model calls? · \d+ tokens in, \d+ out_$")
+
+OUTPUT_WINDOW = "vim.fn.win_findbuf(require('heddle').status().buf)[1]"
+
+
+def user_texts(request: Any) -> list[str]:
+    """The text of every user message the model was sent."""
+    texts = []
+    for message in request.body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        texts += [block["text"] for block in content if block["type"] == "text"]
+    return texts
+
+
+def assistant_texts(request: Any) -> list[str]:
+    texts = []
+    for message in request.body["messages"]:
+        if message["role"] == "assistant":
+            content = message["content"]
+            texts += [content] if isinstance(content, str) else [
+                block["text"] for block in content if block["type"] == "text"]
+    return texts
+
+
+def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    scripted.add_scenario("chat", {"steps": [
+        {"content": [{"type": "text", "text": "Hello from Heddle.\nThe tests pass now."}],
+         "chunk": 3, "delayMs": 15},
+        {"content": [{"type": "text", "text": "It adds two numbers."}]},
+        {"content": [{"type": "text", "text": "Fresh start."}]},
+    ]})
+    (workspace / "calc.py").write_text(
+        "import math\ndef add(a, b):\n    return a + b\n\nprint(math.pi)\n")
+    editor.setup(model="chat")
+    # plugin/heddle.lua only defines commands; the rest loads on first use.
+    assert editor.lua("return package.loaded['heddle.session'] == nil") is True
+
+    # 1. A turn streams into a markdown split; text shows while the turn still runs.
+    editor.cmd("AgentRun say hello")
+    editor.wait("(function() local s = require('heddle').status()"
+                " return s.state == 'running' and vim.tbl_contains("
+                "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false), 'Hello from Heddle.') end)()",
+                "the first streamed line")
+    first = editor.wait_idle()
+
+    assert first["last"]["reason"] == "completed"
+    lines = editor.transcript()
+    assert lines[:-1] == ["## say hello", "", "Hello from Heddle.", "The tests pass now.", ""]
+    assert FOOTER.match(lines[-1]), lines[-1]
+    layout = editor.lua(f"""
+        local buf = require('heddle').status().buf
+        local win = {OUTPUT_WINDOW}
+        return {{ name = vim.api.nvim_buf_get_name(buf), ft = vim.bo[buf].filetype,
+                 buftype = vim.bo[buf].buftype, windows = #vim.api.nvim_list_wins(),
+                 entered = vim.api.nvim_get_current_win() == win,
+                 cursor = vim.api.nvim_win_get_cursor(win)[1] }}""")
+    # The output window followed the tail, and the cursor stayed in the code window.
+    assert layout == {"name": "heddle://session/1", "ft": "markdown", "buftype": "nofile",
+                      "windows": 2, "entered": False, "cursor": len(lines)}
+
+    # 2. A follow-up with a range and no prompt: the prompt is asked for, the lines go along.
+    editor.lua(f"vim.api.nvim_win_set_cursor({OUTPUT_WINDOW}, {{1, 0}})")  # the user scrolls up
+    editor.cmd("edit calc.py")
+    editor.answer(inputs=["explain"])
+    editor.cmd("2,3AgentRun")
+    second = editor.wait_idle()
+
+    assert editor.harness("inputs") == [{"prompt": "Heddle: "}]
+    assert second["session_id"] == first["session_id"]
+    assert [line for line in editor.transcript() if not FOOTER.match(line)] == [
+        "## say hello", "", "Hello from Heddle.", "The tests pass now.", "", "",
+        "## explain", "_selection: calc.py:2-3_", "", "It adds two numbers.", "",
+    ]
+    # The user had scrolled away, so the window stayed where they put it.
+    assert editor.lua(f"return vim.api.nvim_win_get_cursor({OUTPUT_WINDOW})[1]") == 1
+    requests = scripted.requests_for("chat")
+    sent = "\n".join(user_texts(requests[1]))
+    assert "say hello" in sent
+    assert "def add(a, b):\n    return a + b" in sent
+    assert str(workspace / "calc.py") in sent
+    assert "print(math.pi)" not in sent
+    assert "Hello from Heddle.\nThe tests pass now." in assistant_texts(requests[1])
+
+    # 3. :AgentNew starts another session in a new buffer, shown in the same window.
+    editor.cmd("AgentNew start over")
+    third = editor.wait_idle()
+
+    assert third["session_id"] != first["session_id"]
+    assert editor.lua("return vim.api.nvim_buf_get_name(require('heddle').status().buf)") \
+        == "heddle://session/2"
+    assert editor.lua("return #vim.api.nvim_list_wins()") == 2
+    assert editor.transcript()[:3] == ["## start over", "_file: calc.py_", ""]
+    assert [m["role"] for m in scripted.requests_for("chat")[2].body["messages"]] == ["user"]
+
+
+def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer) -> None:
+    scripted.add_scenario("slow", {"steps": [
+        # 400 chunks 50 ms apart: 20 s unless cancelled.
+        {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50},
+    ]})
+    editor.setup(model="slow")
+    editor.cmd("AgentRun write a long essay")
+    editor.wait("(function() local s = require('heddle').status() return s.turn_id ~= nil"
+                " and (vim.api.nvim_buf_get_lines(s.buf, 2, 3, false)[1] or ''):find('word') ~= nil"
+                " end)()", "streamed text")
+
+    started = time.monotonic()
+    editor.cmd("AgentCancel")
+    status = editor.wait_idle(timeout=10)
+    elapsed = time.monotonic() - started
+
+    assert status["last"]["reason"] == "cancelled"
+    assert elapsed < 3, f"cancelling took {elapsed:.1f} s"
+    lines = editor.transcript()
+    assert lines[:2] == ["## write a long essay", ""]
+    assert lines[2].startswith("word")
+    assert lines[3:] == ["", "_cancelled while the model was answering_"]
+    # Nothing is left to cancel.
+    assert editor.lua("return require('heddle').cancel()") is False

@@ -133,3 +133,30 @@ async def test_client_without_permission_support_gets_safe_default(daemon_env, d
     answered = c.turn_events("permissionAnswered")[0]
     assert answered["decision"] == "reject" and "cannot answer" in answered["reason"]
     assert "'Hello, ' + name" in (workspace / "app.py").read_text()
+
+
+async def test_unanswered_permission_times_out_as_rejection(daemon_env, daemon_command,
+                                                             scripted, workspace):
+    scripted.add_scenario("edit", read_grep_edit())
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "still here"}]}]})
+    c = await lsp.start(dict(daemon_env, HEDDLE_PERMISSION_TIMEOUT="0.5"), daemon_command)
+
+    async def slow(params):
+        await asyncio.sleep(1.5)  # answers after the daemon stopped waiting
+        return {"decision": "allowOnce"}
+
+    c.answer = slow
+    try:
+        sid = await new_session(c, workspace, "edit")
+        result = await c.call("turn/start", {"sessionId": sid, "prompt": "go"})
+        await asyncio.sleep(1.5)  # let the late answer (or its cancellation) arrive
+        other = await new_session(c, workspace, "chat")
+        again = await c.call("turn/start", {"sessionId": other, "prompt": "hi"})
+    finally:
+        await lsp.stop(c)
+    assert result["reason"] == "completed" and again["text"] == "still here"
+    answered = c.turn_events("permissionAnswered")[0]
+    assert answered["decision"] == "reject" and answered["reason"] == "no answer within 0.5 s"
+    assert "'Hello, ' + name" in (workspace / "app.py").read_text()
+    log = (workspace.parent / "heddle.log").read_text()
+    assert "Traceback" not in log

@@ -1,0 +1,87 @@
+"""The `heddle` command: version, demo, and `ask` as a real client (non-interactive and on a tty)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import time
+
+from e2e.test_turns import read_grep_edit
+
+
+def heddle(args, env, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "heddle", *args], env=env, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, **kw)
+
+
+def test_version(daemon_env):
+    result = heddle(["--version"], daemon_env)
+    assert result.returncode == 0 and result.stdout.startswith("heddle 0.")
+
+
+def test_bare_heddle_without_stdio_prints_usage(daemon_env):
+    result = heddle([], daemon_env)
+    assert result.returncode == 2 and "usage: heddle" in result.stderr
+
+
+def test_demo_runs_a_multi_step_turn(daemon_env):
+    result = heddle(["demo"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for line in ["● Read report.py", "● Read stats.py", '● Search "average\\(" in .',
+                 "● Edit stats.py", "+    if not values:", "● Run: python3 check_stats.py",
+                 "  └ exit 0", "stats.py was fixed"]:
+        assert line in out
+    assert "[completed · 5 model calls" in result.stderr
+
+
+def test_ask_with_yes_edits_and_exits_zero(daemon_env, scripted, workspace):
+    scripted.add_scenario("edit", read_grep_edit())
+    result = heddle(["ask", "-w", str(workspace), "-m", "edit", "-y", "use an f-string"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert "I switched greet to an f-string." in result.stdout
+    assert "f'Hello, {name}!'" in (workspace / "app.py").read_text()
+
+
+def test_ask_with_no_rejects_and_model_error_exits_nonzero(daemon_env, scripted, workspace):
+    scripted.add_scenario("edit", read_grep_edit())
+    result = heddle(["ask", "-w", str(workspace), "-m", "edit", "--no", "go"], daemon_env)
+    assert result.returncode == 0
+    assert "✗ rejected" in result.stdout
+    scripted.add_scenario("down", {"steps": [{"fault": {"status": 401}}]})
+    failed = heddle(["ask", "-w", str(workspace), "-m", "down", "hi"], daemon_env)
+    assert failed.returncode == 1
+    assert "[modelError" in failed.stderr
+
+
+def test_ask_interactive_reject_with_message(daemon_env, scripted, workspace):
+    scripted.add_scenario("edit", read_grep_edit())
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "heddle", "ask", "-w", str(workspace), "-m",
+                             "edit", "go"], env=daemon_env, stdin=slave, stdout=slave,
+                            stderr=subprocess.PIPE, text=False)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 30
+    answers = [(b"[n] reject > ", b"n\n"), (b"(optional) > ", b"keep it as it is\n")]
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            seen += chunk
+            if answers and answers[0][0] in seen:
+                os.write(master, answers.pop(0)[1])
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert answers == [], seen.decode(errors="replace")
+    assert proc.returncode == 0
+    assert b"? Allow Edit app.py" in seen
+    tool_result = scripted.requests_for("edit")[2].body["messages"][-1]["content"][0]
+    assert "keep it as it is" in tool_result["content"]

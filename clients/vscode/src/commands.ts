@@ -27,6 +27,7 @@ export class Commands implements vscode.Disposable {
   constructor(private readonly daemon: Daemon, extensionUri: vscode.Uri, private readonly log: vscode.LogOutputChannel) {
     this.conversation = new Conversation(daemon, {
       onEvent: (params) => this.onEvent(params),
+      onSession: (session) => this.panel.setSession(session),
       askPermission: (request, signal) => askPermission(request, signal, this.diffs),
     });
     this.panel = new Panel(extensionUri, {
@@ -80,6 +81,7 @@ export class Commands implements vscode.Disposable {
 
   newSession(): void {
     this.conversation.reset();
+    this.panel.setSession(undefined);
     this.panel.dispatch({ type: "clear" });
     this.panel.dispatch({ type: "notice", level: "info", text: "New session." });
   }

@@ -60,9 +60,16 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider, vscode
     await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: true, preserveFocus: true });
   }
 
-  forget(key: string): void {
+  /** Drop the texts for `key` and close its diff view: once answered, the proposal is stale. */
+  async forget(key: string): Promise<void> {
+    const prefix = `/${key}/`;
+    const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs).filter((tab) =>
+      tab.input instanceof vscode.TabInputTextDiff &&
+      tab.input.modified.scheme === DIFF_SCHEME &&
+      tab.input.modified.path.startsWith(prefix));
+    if (tabs.length) await vscode.window.tabGroups.close(tabs, true).then(undefined, () => undefined);
     for (const uri of [...this.texts.keys()]) {
-      if (uri.startsWith(`${DIFF_SCHEME}:/${key}/`)) this.texts.delete(uri);
+      if (vscode.Uri.parse(uri).path.startsWith(prefix)) this.texts.delete(uri);
     }
   }
 

@@ -44,6 +44,8 @@ export interface Rpc {
 /** What the editor provides: where events go and who answers permission requests. */
 export interface ConversationHost {
   onEvent(params: TurnEventParams): void;
+  /** A session was opened (the first ask, or the first after a reset). */
+  onSession?(session: SessionNewResult): void;
   /** Ask the user. `signal` is aborted when the turn is cancelled or the daemon withdraws. */
   askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult>;
 }
@@ -102,6 +104,7 @@ export class Conversation implements Disposable {
       this.opening = this.rpc.sendRequest<SessionNewResult>(Methods.SessionNew, params).then(
         (result) => {
           this.session = result;
+          this.host.onSession?.(result);
           return result;
         },
       ).finally(() => {

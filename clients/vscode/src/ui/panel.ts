@@ -6,6 +6,7 @@
 
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
+import type { SessionNewResult } from "../protocol.generated";
 import { EMPTY, reduce, type Action, type Transcript } from "../transcript";
 
 /** Messages from the webview script (src/webview/main.ts). */
@@ -19,7 +20,8 @@ export type FromWebview =
 export type ToWebview =
   | { type: "reset"; transcript: Transcript; running: boolean }
   | { type: "action"; action: Action }
-  | { type: "running"; running: boolean };
+  | { type: "running"; running: boolean }
+  | { type: "session"; session?: SessionNewResult };
 
 export interface PanelCommands {
   cancel(): void;
@@ -31,6 +33,7 @@ export class Panel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
   private transcript: Transcript = EMPTY;
   private running = false;
+  private session?: SessionNewResult;
 
   constructor(private readonly extensionUri: vscode.Uri, private readonly commands: PanelCommands) {}
 
@@ -59,6 +62,12 @@ export class Panel implements vscode.Disposable {
     this.post({ type: "action", action });
   }
 
+  /** Show which session (model, permission mode) the panel talks to; undefined: none yet. */
+  setSession(session: SessionNewResult | undefined): void {
+    this.session = session;
+    this.post({ type: "session", session });
+  }
+
   setRunning(running: boolean): void {
     this.running = running;
     this.post({ type: "running", running });
@@ -72,6 +81,7 @@ export class Panel implements vscode.Disposable {
     switch (message.type) {
       case "ready":
         this.post({ type: "reset", transcript: this.transcript, running: this.running });
+        this.post({ type: "session", session: this.session });
         break;
       case "cancel":
         this.commands.cancel();
@@ -112,6 +122,7 @@ export class Panel implements vscode.Disposable {
 <body>
 <header id="toolbar">
   <span id="state" role="status" aria-live="polite">Idle</span>
+  <span id="session"></span>
   <button id="cancel" type="button" hidden>Cancel</button>
   <button id="new-session" type="button" class="secondary">New session</button>
 </header>

@@ -30,7 +30,7 @@ export async function askPermission(
   diffs: DiffDocuments,
 ): Promise<PermissionRequestResult> {
   const choice = await pick(request, signal, diffs);
-  diffs.forget(request.toolCallId);
+  void diffs.forget(request.toolCallId);
   if (!choice?.decision || signal.aborted) return { decision: "reject" };
   if (choice.decision === "reject") {
     const message = await askReason(signal);
@@ -56,7 +56,7 @@ function choices(request: PermissionRequestParams): Choice[] {
 
 function describeOption(option: PermissionOption): string | undefined {
   if (option.rule && !option.label.includes(option.rule)) return `rule: ${option.rule}`;
-  if (option.rule) return "saved as a rule for this session";
+  if (option.rule) return "for the rest of this session";
   if (option.decision === "reject") return "you can say why next";
   return undefined;
 }

@@ -16,6 +16,7 @@ const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
 
 const root = document.getElementById("transcript") as HTMLElement;
 const state = document.getElementById("state") as HTMLElement;
+const sessionLabel = document.getElementById("session") as HTMLElement;
 const cancelButton = document.getElementById("cancel") as HTMLButtonElement;
 const newSessionButton = document.getElementById("new-session") as HTMLButtonElement;
 const composer = document.getElementById("composer") as HTMLFormElement;
@@ -44,6 +45,11 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     }
     case "running":
       setRunning(message.running);
+      break;
+    case "session":
+      sessionLabel.textContent = message.session ? `${message.session.model} · ${message.session.permissionMode}` : "";
+      sessionLabel.title = message.session ? `Session ${message.session.sessionId} in ${message.session.workspace}` : "";
+      sessionLabel.dataset.sessionId = message.session?.sessionId ?? "";
       break;
   }
   schedule();

@@ -1,0 +1,212 @@
+/**
+ * End to end in a real VS Code: code-server with the packaged VSIX, driven in headless chromium.
+ * The extension starts the real daemon, which talks to the scripted model server.
+ *
+ *  - Ask agent from the command palette with a selection, answer the permission prompt (after
+ *    looking at the diff), see the streamed markdown answer in the panel, find the edit on disk.
+ *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
+ *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session.
+ *
+ * Screenshots go to .e2e/artifacts; with HEDDLE_UPDATE_SCREENSHOTS=1 the docs' screenshots
+ * under docs/images are refreshed too.
+ */
+
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { after, before, describe, it, type TestContext } from "node:test";
+import type { Browser } from "playwright-core";
+import { python, startScripted, tempDir, type Scripted } from "../test/support/processes";
+import { startCodeServer, type CodeServer } from "./support/codeServer";
+import { launchBrowser, Workbench } from "./support/workbench";
+
+const HERE = resolve(__dirname, "..", "..");
+const REPO = resolve(HERE, "..", "..");
+const ARTIFACTS = join(HERE, ".e2e", "artifacts");
+const SCENARIOS = join(HERE, "test", "scenarios");
+const VSIX = process.env.HEDDLE_VSIX ?? join(HERE, "dist", "heddle.vsix");
+/** A cancelled turn must end within this long after the click. */
+const CANCEL_MS = 3000;
+
+/** How the extension should start the daemon in this checkout. */
+function serverSettings(): Record<string, unknown> {
+  const py = python();
+  if (py.env.PYTHONPATH) return { "heddle.server.pythonPath": py.command };
+  // The installed `heddle` console script next to the venv's python.
+  return { "heddle.server.command": join(dirname(py.command), "heddle") };
+}
+
+function makeWorkspace(root: string, name: string, model: string, files: Record<string, string>): string {
+  const folder = join(root, name);
+  mkdirSync(join(folder, ".vscode"), { recursive: true });
+  writeFileSync(join(folder, ".vscode", "settings.json"), JSON.stringify({ "heddle.model": model }, null, 2));
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(folder, file), text);
+  return folder;
+}
+
+async function screenshot(workbench: Workbench, name: string, forDocs = false): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const file = join(ARTIFACTS, `${name}.png`);
+  await workbench.page.screenshot({ path: file });
+  if (forDocs && process.env.HEDDLE_UPDATE_SCREENSHOTS === "1") {
+    copyFileSync(file, join(REPO, "docs", "images", `${name}.png`));
+  }
+}
+
+/** Run `body`; on failure keep a screenshot of the page for the CI log. */
+async function withPage(t: TestContext, workbench: Workbench, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    await screenshot(workbench, `failure-${t.name.replace(/\W+/g, "-").slice(0, 60)}`).catch(() => undefined);
+    throw error;
+  } finally {
+    await workbench.close();
+  }
+}
+
+describe("Heddle in VS Code (code-server, headless chromium)", () => {
+  let root: ReturnType<typeof tempDir>;
+  let scripted: Scripted;
+  let codeServer: CodeServer;
+  let browser: Browser;
+
+  before(async () => {
+    root = tempDir("heddle-e2e-");
+    scripted = await startScripted(["vscode-edit", "vscode-slow"].map((s) => join(SCENARIOS, `${s}.json`)));
+    const py = python();
+    codeServer = await startCodeServer({
+      root: root.path,
+      vsix: VSIX,
+      settings: {
+        ...serverSettings(),
+        "heddle.server.env": {
+          ANTHROPIC_BASE_URL: scripted.url,
+          ANTHROPIC_API_KEY: "test",
+          XDG_STATE_HOME: join(root.path, "daemon-state"),
+          ...py.env,
+        },
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": false,
+        "security.workspace.trust.enabled": false,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "update.mode": "none",
+        "window.commandCenter": false,
+        "editor.minimap.enabled": false,
+      },
+    });
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => undefined);
+    await codeServer?.stop();
+    await scripted?.stop();
+    root?.remove();
+  });
+
+  it("Ask agent: permission prompt, streamed answer, edit on disk", async (t) => {
+    const folder = makeWorkspace(root.path, "edit", "vscode-edit", { "hello.py": 'print("Hello, wrold")\n' });
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    await withPage(t, workbench, async () => {
+      const page = workbench.page;
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+
+      // The selection goes along as context (the scenario only answers if the model sees it).
+      const editor = await workbench.openFile("hello.py", "Hello, wrold");
+      await editor.locator(".view-lines").click();
+      await page.keyboard.press("Control+A");
+
+      await workbench.runCommand("Heddle: Ask agent");
+      const inputMessage = await workbench.answerInputBox("Ask Heddle", "Fix the typo in hello.py");
+      assert.match(inputMessage, /Context: hello\.py:1-1/);
+
+      // The permission prompt names the tool and what it will do, and offers the three choices.
+      const prompt = workbench.quickInput.filter({ hasText: "Heddle wants to use Edit" });
+      await prompt.waitFor();
+      assert.equal(await prompt.locator("input").getAttribute("placeholder"), "Edit hello.py");
+      const rows = await prompt.locator(".quick-input-list .monaco-list-row").allInnerTexts();
+      const labels = rows.map((row) => row.replace(/\s+/g, " ").trim());
+      assert.ok(labels.some((l) => l.startsWith("Allow once")), `Allow once in ${JSON.stringify(labels)}`);
+      assert.ok(labels.some((l) => /^Always allow .*Edit\(hello\.py\)/.test(l)), `the rule in ${JSON.stringify(labels)}`);
+      assert.ok(labels.some((l) => l.startsWith("Reject")), `Reject in ${JSON.stringify(labels)}`);
+
+      // "Show diff" opens VS Code's diff view of before/after and keeps the prompt open.
+      await workbench.quickInputRow("Show diff").click();
+      const diffEditor = page.locator(".monaco-diff-editor").first();
+      await diffEditor.locator(".modified", { hasText: "Hello, world" }).waitFor();
+      await diffEditor.locator(".original", { hasText: "Hello, wrold" }).waitFor();
+      await prompt.waitFor();
+      await screenshot(workbench, "vscode-permission", true);
+
+      await workbench.quickInputRow("Allow once").click();
+      // Answered, the proposal is stale: its diff view closes.
+      await diffEditor.waitFor({ state: "detached" });
+
+      // The answer streams into the panel as markdown; the tool call shows its status and diff.
+      const panel = workbench.panel();
+      await panel.locator('section.end[data-reason="completed"]').waitFor();
+      const answer = panel.locator("section.assistant").last();
+      assert.equal(await answer.innerText(), "Fixed the typo in hello.py: it now prints Hello, world.");
+      assert.equal(await answer.locator("strong").innerText(), "hello.py");
+      assert.equal(await answer.locator("code").innerText(), "Hello, world");
+      const tool = panel.locator('section.tool[data-status="ok"]');
+      assert.match(await tool.locator(".tool-header").innerText(), /Edit hello\.py[\s\S]*1 replacement/);
+      assert.equal(await tool.locator(".line.add").innerText(), '+print("Hello, world")');
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+
+      assert.equal(readFileSync(join(folder, "hello.py"), "utf8"), 'print("Hello, world")\n');
+      await screenshot(workbench, "vscode-panel", true);
+    });
+  });
+
+  it("cancel from the status bar, the panel and the notification ends the turn promptly", async (t) => {
+    const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    await withPage(t, workbench, async () => {
+      const page = workbench.page;
+      const panel = workbench.panel();
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+
+      /** Wait until the nth answer is streaming, cancel with `click`, and time the end. */
+      const cancelNth = async (n: number, click: () => Promise<void>) => {
+        const streaming = panel.locator("section.assistant").nth(n - 1);
+        await streaming.filter({ hasText: "Let me think" }).waitFor();
+        assert.equal(await panel.locator("section.end").count(), n - 1, "the turn is still running");
+        const started = Date.now();
+        await click();
+        const end = panel.locator("section.end").nth(n - 1);
+        await end.waitFor({ timeout: CANCEL_MS + 2000 });
+        const elapsed = Date.now() - started;
+        assert.equal(await end.getAttribute("data-reason"), "cancelled");
+        assert.ok(elapsed < CANCEL_MS, `cancel took ${elapsed} ms`);
+        assert.doesNotMatch(await streaming.innerText(), /on and on\.$/, "the answer was cut short");
+        await workbench.statusItem("Heddle: ask the agent").waitFor();
+        return elapsed;
+      };
+
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Take your time");
+      await cancelNth(1, () => workbench.statusItem("Heddle: cancel the running turn").click());
+      const session = await panel.locator("#session").getAttribute("data-session-id");
+      assert.ok(session, "the panel shows the session");
+
+      // A follow-up from the panel continues the session; its Cancel button ends it.
+      await panel.locator("#prompt").fill("And again, slowly");
+      await panel.locator("#prompt").press("Enter");
+      await cancelNth(2, () => panel.locator("#cancel").click());
+
+      // The progress notification's Cancel button.
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Once more");
+      const toast = page.locator(".notification-toast", { hasText: "Heddle" });
+      await cancelNth(3, () => toast.getByRole("button", { name: "Cancel" }).click());
+
+      assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Take your time", "And again, slowly", "Once more"]);
+      assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session, "one session throughout");
+      assert.equal(await panel.locator("section.notice").count(), 0, "no errors");
+    });
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * Driving the VS Code workbench in headless chromium through playwright-core: the command
+ * palette, quick input, status bar and the Heddle panel's webview. Every wait has a deadline.
+ */
+
+import { chromium, type Browser, type FrameLocator, type Locator, type Page } from "playwright-core";
+
+export const STEP_MS = 30000;
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.HEDDLE_CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    timeout: STEP_MS,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+  });
+}
+
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  static async open(browser: Browser, url: string, folder: string): Promise<Workbench> {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    page.setDefaultTimeout(STEP_MS);
+    await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`, { timeout: 60000 });
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    await page.locator(".statusbar").waitFor();
+    return new Workbench(page);
+  }
+
+  get quickInput(): Locator {
+    return this.page.locator(".quick-input-widget");
+  }
+
+  quickInputRow(text: string | RegExp): Locator {
+    return this.quickInput.locator(".quick-input-list .monaco-list-row", { hasText: text });
+  }
+
+  /** Run a command from the palette by its title (as the palette shows it). */
+  async runCommand(title: string): Promise<void> {
+    await this.page.keyboard.press("F1");
+    const input = this.quickInput.locator("input");
+    await input.waitFor();
+    await input.fill(`>${title}`);
+    await this.quickInputRow(title).first().waitFor();
+    await input.press("Enter");
+  }
+
+  /** Open a workspace file with quick open and wait for its editor. */
+  async openFile(name: string, expectText: string): Promise<Locator> {
+    await this.page.keyboard.press("F1");
+    const input = this.quickInput.locator("input");
+    await input.waitFor();
+    await input.fill(name);
+    await this.quickInputRow(name).first().waitFor();
+    await input.press("Enter");
+    const editor = this.page.locator(".editor-instance .monaco-editor", { hasText: expectText }).first();
+    await editor.waitFor();
+    return editor;
+  }
+
+  /** Wait for a quick input whose title or message contains `text`, then fill and submit it. */
+  async answerInputBox(expect: string | RegExp, value: string): Promise<string> {
+    const widget = this.quickInput.filter({ hasText: expect });
+    await widget.waitFor();
+    const message = await widget.innerText();
+    const input = widget.locator("input");
+    await input.fill(value);
+    await input.press("Enter");
+    return message;
+  }
+
+  statusItem(label: string): Locator {
+    return this.page.locator(`.statusbar-item [aria-label="${label}"], .statusbar-item[aria-label="${label}"]`).first();
+  }
+
+  /** The Heddle panel's document inside its webview's iframes. */
+  panel(): FrameLocator {
+    return this.page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+  }
+
+  async close(): Promise<void> {
+    await this.page.close().catch(() => undefined);
+  }
+}

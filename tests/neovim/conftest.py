@@ -1,7 +1,8 @@
 """Fixtures that drive a real headless Neovim with the Heddle plugin against the real daemon.
 
 Each test gets its own scripted model server (in a thread), a workspace folder, and a
-Neovim started with `--embed --headless -i NONE`, private XDG folders and tests/neovim/init.lua.
+Neovim started with `--embed --headless -i NONE`, private XDG folders with the plugin installed
+as a native package, and tests/neovim/init.lua.
 The plugin spawns `python -m heddle serve` itself, through Neovim's LSP client, exactly as a
 user's Neovim would. Waiting is done inside Neovim with `vim.wait` and a deadline.
 """
@@ -143,7 +144,6 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
         "XDG_DATA_HOME": tmp_path / "xdg" / "data",
         "XDG_STATE_HOME": tmp_path / "xdg" / "state",
         "XDG_CACHE_HOME": tmp_path / "xdg" / "cache",
-        "HEDDLE_NVIM_PLUGIN": PLUGIN,
         "ANTHROPIC_BASE_URL": scripted.url,
         "ANTHROPIC_API_KEY": "scripted",
     }
@@ -153,6 +153,10 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
             str(Path(p).resolve()) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         Path(env[key]).mkdir(parents=True)
+    # Installed as a native package, so Neovim's own startup loads plugin/heddle.lua.
+    start = Path(env["XDG_DATA_HOME"]) / "nvim" / "site" / "pack" / "heddle" / "start"
+    start.mkdir(parents=True)
+    (start / "heddle").symlink_to(PLUGIN, target_is_directory=True)
     argv = ["env", *(f"{k}={v}" for k, v in env.items()),
             nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(INIT)]
     nvim = pynvim.attach("child", argv=argv)

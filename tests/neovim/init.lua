@@ -1,8 +1,7 @@
--- Test init for a headless Neovim: loads the plugin the way a plugin manager does (its folder
--- on 'runtimepath', so plugin/heddle.lua runs at startup) and replaces vim.ui.select and
--- vim.ui.input with stand-ins that record what was asked and answer from a queue the test
--- fills. Everything else is the real editor, the real plugin and the real daemon.
-vim.opt.runtimepath:prepend(vim.env.HEDDLE_NVIM_PLUGIN)
+-- Test init for a headless Neovim. The plugin is installed as a native package by the test
+-- fixture; this file only replaces vim.ui.select and vim.ui.input with stand-ins that record
+-- what was asked and answer from a queue the test fills. Everything else is the real editor,
+-- the real plugin and the real daemon.
 vim.o.columns = 160
 vim.o.lines = 50
 

@@ -114,7 +114,8 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     assert [m["role"] for m in scripted.requests_for("chat")[2].body["messages"]] == ["user"]
 
 
-def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer) -> None:
+def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer,
+                                                tmp_path: Path) -> None:
     scripted.add_scenario("slow", {"steps": [
         # 400 chunks 50 ms apart: 20 s unless cancelled.
         {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50},
@@ -138,3 +139,11 @@ def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer
     assert lines[3:] == ["", "_cancelled while the model was answering_"]
     # Nothing is left to cancel.
     assert editor.lua("return require('heddle').cancel()") is False
+
+    # :AgentLog moves into the output; :AgentLog! opens the daemon's log file.
+    editor.cmd("AgentLog")
+    assert editor.lua("return vim.api.nvim_get_current_buf() == require('heddle').status().buf")
+    editor.cmd("AgentLog!")
+    assert editor.lua("return vim.fn.expand('%:p')") == str(
+        tmp_path / "xdg" / "state" / "heddle" / "heddle.log")
+    assert editor.lua("return vim.api.nvim_buf_line_count(0)") > 1

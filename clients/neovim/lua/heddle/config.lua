@@ -46,8 +46,9 @@ local function is_cmd(v)
   return true
 end
 
---- One checker per option: returns true, or false and what was expected.
-local checks = {
+--- One checker per option (nested ones as `window.size`): returns true, or false and what
+--- was expected.
+M.checks = {
   cmd = function(v)
     return is_cmd(v), 'a non-empty list of strings'
   end,
@@ -106,9 +107,9 @@ end
 local function unknown_keys(opts, defaults, prefix, out)
   for key, value in pairs(opts) do
     local name = prefix .. key
-    if checks[name] == nil and type(defaults[key]) ~= 'table' then
+    if M.checks[name] == nil and type(defaults[key]) ~= 'table' then
       table.insert(out, ('unknown option `%s`'):format(name))
-    elseif type(value) == 'table' and type(defaults[key]) == 'table' and not checks[name] then
+    elseif type(value) == 'table' and type(defaults[key]) == 'table' and not M.checks[name] then
       unknown_keys(value, defaults[key], name .. '.', out)
     end
   end
@@ -126,7 +127,7 @@ function M.set(opts)
   end
   local problems = {}
   unknown_keys(opts, M.defaults, '', problems)
-  for key, check in pairs(checks) do
+  for key, check in pairs(M.checks) do
     local ok, expected = check(get(merged, key))
     if not ok then
       table.insert(problems, ('option `%s` must be %s; using the default'):format(key, expected))

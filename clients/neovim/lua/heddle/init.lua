@@ -44,12 +44,27 @@ function M.new(prompt, opts)
   end
 end
 
+--- The daemon's log file: `HEDDLE_LOG_FILE`, else `$XDG_STATE_HOME/heddle/heddle.log`, looked up
+--- in `cmd_env` first and then in the editor's environment, as the daemon does.
+function M.daemon_log()
+  local env = require('heddle.config').options.cmd_env or {}
+  local file = env.HEDDLE_LOG_FILE or vim.env.HEDDLE_LOG_FILE
+  if file and file ~= '' then
+    return file
+  end
+  local state = env.XDG_STATE_HOME or vim.env.XDG_STATE_HOME
+  if not state or state == '' then
+    state = vim.fs.normalize('~/.local/state')
+  end
+  return state .. '/heddle/heddle.log'
+end
+
 --- Shows the transcript of the current session and moves the cursor into it.
---- With `daemon = true`, opens the log file where the daemon's messages go instead.
+--- With `daemon = true`, opens the daemon's log file in a new tab page instead.
 --- @param opts { daemon: boolean? }?
 function M.log(opts)
   if opts and opts.daemon then
-    vim.cmd.tabnew(vim.fn.fnameescape(vim.lsp.log.get_filename()))
+    vim.cmd.tabnew(vim.fn.fnameescape(M.daemon_log()))
     return
   end
   require('heddle.session').show(true)

@@ -126,6 +126,15 @@ def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer
                 " and (vim.api.nvim_buf_get_lines(s.buf, 2, 3, false)[1] or ''):find('word') ~= nil"
                 " end)()", "streamed text")
 
+    # The editor answers promptly while text streams in.
+    latencies = []
+    for _ in range(20):
+        sent = time.monotonic()
+        editor.lua("return vim.api.nvim_buf_line_count(0)")
+        latencies.append(time.monotonic() - sent)
+    assert editor.status()["state"] == "running"
+    assert max(latencies) < 0.5, latencies
+
     started = time.monotonic()
     editor.cmd("AgentCancel")
     status = editor.wait_idle(timeout=10)

@@ -3,6 +3,7 @@
 ---
 --- The daemon's request handler runs inside a coroutine (Neovim's RPC layer wraps server
 --- requests in one), so `ask()` yields until the user answers and then returns the result.
+--- Outside a coroutine it falls back to the blocking `inputlist()` and `input()`.
 local M = {}
 
 local default_options = {
@@ -12,17 +13,33 @@ local default_options = {
 }
 
 --- Calls `start(done)` and waits, without blocking the editor, until `done(value)` is called.
+--- Returns nil, false when not running in a coroutine (then nothing was started).
 local function await(start)
   local co, is_main = coroutine.running()
   if not co or is_main then
-    error('heddle: permission prompts must run inside a coroutine')
+    return nil, false
   end
   start(function(value)
     vim.schedule(function()
       coroutine.resume(co, value)
     end)
   end)
-  return coroutine.yield()
+  return coroutine.yield(), true
+end
+
+--- The same questions asked synchronously, for a Neovim that calls server-request handlers
+--- outside a coroutine.
+local function ask_blocking(params, options)
+  local lines = { ('Heddle: %s'):format(params.title or params.tool or 'run a tool') }
+  for i, option in ipairs(options) do
+    table.insert(lines, ('%d. %s'):format(i, M.format(option)))
+  end
+  local choice = options[vim.fn.inputlist(lines)]
+  local message = nil
+  if choice and choice.decision == 'reject' then
+    message = vim.fn.input('Tell Heddle why (optional): ')
+  end
+  return choice, message
 end
 
 --- How an option reads in the picker; `Always allow` shows the rule it would save (the
@@ -42,13 +59,17 @@ function M.ask(params)
   if type(options) ~= 'table' or #options == 0 then
     options = default_options
   end
-  local choice = await(function(done)
+  local choice, asked = await(function(done)
     vim.ui.select(options, {
       prompt = ('Heddle: %s'):format(params.title or params.tool or 'run a tool'),
       format_item = M.format,
       kind = 'heddle.permission',
     }, done)
   end)
+  local message = nil
+  if not asked then
+    choice, message = ask_blocking(params, options)
+  end
   if choice == nil then
     return { decision = 'reject', message = 'The user dismissed the permission prompt.' }
   end
@@ -56,9 +77,11 @@ function M.ask(params)
   if choice.decision == 'allowAlways' and choice.rule then
     result.rule = choice.rule
   elseif choice.decision == 'reject' then
-    local message = await(function(done)
-      vim.ui.input({ prompt = 'Tell Heddle why (optional): ' }, done)
-    end)
+    if asked then
+      message = await(function(done)
+        vim.ui.input({ prompt = 'Tell Heddle why (optional): ' }, done)
+      end)
+    end
     if type(message) == 'string' and vim.trim(message) ~= '' then
       result.message = vim.trim(message)
     end

@@ -72,12 +72,6 @@ function Transcript:valid()
   return api.nvim_buf_is_valid(self.buf)
 end
 
---- All lines of the transcript (pending text included).
-function Transcript:lines()
-  self:flush()
-  return api.nvim_buf_get_lines(self.buf, 0, -1, false)
-end
-
 -- Writing ------------------------------------------------------------------------------------
 
 --- Runs `fn()` with the buffer modifiable, then moves windows that were at the tail to the new end.
@@ -258,13 +252,14 @@ end
 
 function Transcript:_tool(id, name)
   local tool = self.tools[id]
-  if tool and api.nvim_buf_is_valid(self.buf) then
+  if tool then
     return tool
   end
   tool = { title = name or 'tool', status = 'running', summary = '', details = 0 }
-  self.tools[id] = tool
   local row = self:_block('item', { tool_line(tool) })
   tool.mark = api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
+  -- After _block: if the buffer had been wiped, _block started a new one with no tools.
+  self.tools[id] = tool
   return tool
 end
 

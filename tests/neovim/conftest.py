@@ -37,7 +37,7 @@ def nvim_binary() -> str:
     return found
 
 
-def _children(pid: int) -> list[int]:
+def child_pids(pid: int) -> list[int]:
     pids: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
@@ -167,7 +167,7 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
         yield editor
         assert editor.errors() == []
     finally:
-        spawned = _children(editor.pid)
+        spawned = child_pids(editor.pid)
         try:
             nvim.command("qa!")
         except Exception:  # pynvim reports the child's exit as an error on this last request

@@ -6,11 +6,14 @@ step, so a test walks through several turns of one conversation rather than one 
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
+from conftest import child_pids
 from heddle.scripted import ScriptedServer
 
 FOOTER = re.compile(r"^_completed · \d+ model calls? · \d+ tokens in, \d+ out_$")
@@ -156,3 +159,10 @@ def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer
     assert editor.lua("return vim.fn.expand('%:p')") == str(
         tmp_path / "xdg" / "state" / "heddle" / "heddle.log")
     assert editor.lua("return vim.api.nvim_buf_line_count(0)") > 1
+
+    # If the daemon dies, the output says so and the session is forgotten.
+    [daemon] = child_pids(editor.pid)
+    os.kill(daemon, signal.SIGKILL)
+    editor.wait("require('heddle').status().session_id == nil", "the daemon's exit")
+    assert editor.transcript()[-1] == (
+        "- the daemon exited (code 0, signal 9); the next prompt starts a new session")

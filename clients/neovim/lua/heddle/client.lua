@@ -11,7 +11,7 @@ local M = {}
 --- method name -> fun(params): result?  (the result answers a server request)
 M.handlers = {}
 
---- Called with (code, signal) when the daemon exits.
+--- Called with (reason, clean) when the daemon exits; `clean` is false for a crash or a kill.
 M.on_exit = nil
 
 local state = {
@@ -78,13 +78,15 @@ local function on_exit(code, signal, client_id)
       code or -1,
       (signal or 0) ~= 0 and (', signal ' .. signal) or ''
     )
-    if code ~= 0 then
+    local clean = code == 0 and (signal or 0) == 0
+    if not clean then
       state.last_error = reason .. '; see ' .. vim.lsp.log.get_filename()
     end
-    flush(nil, reason)
+    -- The session hears first, so a turn that was waiting for the daemon ends saying why.
     if M.on_exit then
-      M.on_exit(code, signal)
+      M.on_exit(reason, clean)
     end
+    flush(nil, reason)
   end)
 end
 

@@ -223,15 +223,15 @@ client.handlers[methods.PERMISSION_REQUEST] = function(params)
   return result
 end
 
-client.on_exit = function(code)
+client.on_exit = function(reason, clean)
   for id, conv in pairs(by_session) do
     conv.id = nil
     by_session[id] = nil
   end
   if turn then
-    end_turn(turn, nil, { message = ('the daemon exited (code %d)'):format(code or -1) })
-  elseif current and code ~= 0 then
-    current.transcript:note(('the daemon exited (code %d); the next prompt starts a new session'):format(code or -1))
+    end_turn(turn, nil, { message = reason })
+  elseif current and not clean then
+    current.transcript:note(reason .. '; the next prompt starts a new session')
   end
 end
 

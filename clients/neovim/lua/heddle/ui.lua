@@ -5,33 +5,25 @@
 --- found again through an extmark, that is rewritten in place as its status changes; its
 --- diff or command preview sits in the lines just below it. Windows whose cursor is on the
 --- last line keep following the tail; a user who moved away is left alone.
+local format = require('heddle.format')
+
 local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace('heddle')
+local ns_hl = api.nvim_create_namespace('heddle.highlight')
 local FLUSH_MS = 20
 
-local icons = { running = '⋯', waiting = '?', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
-local words = {
-  running = '',
-  waiting = 'waiting for permission',
-  ok = '',
-  error = 'failed',
-  rejected = 'rejected',
-  cancelled = 'cancelled',
-}
-
-local reasons = {
-  completed = 'completed',
-  cancelled = 'cancelled',
-  maxTurns = 'stopped: too many model calls',
-  promptTooLong = 'stopped: the conversation is too long for the model',
-  modelError = 'stopped: model error',
-  blockingLimit = 'stopped: context limit reached',
-  stopHookPrevented = 'stopped by a hook',
-  hookStopped = 'stopped by a hook',
-  tokenBudget = 'stopped: token budget spent',
-}
+-- Highlight groups of the status marks; `default`, so a colorscheme or the user may set them.
+for group, link in pairs({
+  HeddleToolRunning = 'Comment',
+  HeddleToolWaiting = 'DiagnosticWarn',
+  HeddleToolOk = 'DiagnosticOk',
+  HeddleToolError = 'DiagnosticError',
+  HeddleToolRejected = 'DiagnosticWarn',
+}) do
+  api.nvim_set_hl(0, group, { link = link, default = true })
+end
 
 ---@class heddle.Transcript
 ---@field buf integer
@@ -174,46 +166,11 @@ end
 
 -- Turns --------------------------------------------------------------------------------------
 
-local function display_path(path)
-  return vim.fn.fnamemodify(path, ':~:.')
-end
-
 --- Shows the prompt that starts a turn, and what went with it.
 --- @param prompt string
 --- @param context table[] context items as sent to the daemon
 function Transcript:begin_turn(prompt, context)
-  local prompt_lines = vim.split(vim.trim(prompt), '\n', { plain = true })
-  local lines = { '## ' .. prompt_lines[1] }
-  for i = 2, #prompt_lines do
-    table.insert(lines, '> ' .. prompt_lines[i])
-  end
-  for _, item in ipairs(context or {}) do
-    if item.range then
-      table.insert(lines, ('_selection: %s:%d-%d_'):format(
-        display_path(item.path), item.range.startLine, item.range.endLine))
-    else
-      table.insert(lines, ('_file: %s_'):format(display_path(item.path)))
-    end
-  end
-  self.usage = nil
-  self:_block('header', lines)
-end
-
-local function footer(result)
-  local parts = { reasons[result.reason] or result.reason }
-  if result.reason == 'cancelled' and result.cancelPhase then
-    parts[1] = result.cancelPhase == 'tools' and 'cancelled while tools ran'
-      or 'cancelled while the model was answering'
-  end
-  if type(result.error) == 'table' and result.error.message then
-    parts[1] = parts[1] .. ': ' .. result.error.message
-  end
-  local usage = result.usage
-  if type(usage) == 'table' and (usage.modelCalls or 0) > 0 then
-    table.insert(parts, ('%d model call%s'):format(usage.modelCalls, usage.modelCalls == 1 and '' or 's'))
-    table.insert(parts, ('%d tokens in, %d out'):format(usage.inputTokens or 0, usage.outputTokens or 0))
-  end
-  return '_' .. table.concat(parts, ' · ') .. '_'
+  self:_block('header', format.turn_header(prompt, context))
 end
 
 --- Ends a turn with the result of `turn/start`, or the error it failed with.
@@ -224,11 +181,7 @@ function Transcript:end_turn(result, err)
       self:_tool_update(id, { status = 'cancelled', summary = '' })
     end
   end
-  if err then
-    self:_block('footer', { ('_error: %s_'):format(err.message or tostring(err)) })
-  else
-    self:_block('footer', { footer(result) })
-  end
+  self:_block('footer', { format.footer(result, err) })
 end
 
 --- An informational line, e.g. that the daemon exited.
@@ -238,26 +191,15 @@ end
 
 -- Tool calls ---------------------------------------------------------------------------------
 
-local function tool_line(tool)
-  local line = ('- %s %s'):format(icons[tool.status], tool.title)
-  local suffix = tool.summary ~= '' and tool.summary or words[tool.status]
-  if suffix ~= '' then
-    line = line .. ' — ' .. suffix
-  end
-  if tool.rule then
-    line = line .. (' (always allowed: %s)'):format(tool.rule)
-  end
-  return line
-end
-
 function Transcript:_tool(id, name)
   local tool = self.tools[id]
   if tool then
     return tool
   end
   tool = { title = name or 'tool', status = 'running', summary = '', details = 0 }
-  local row = self:_block('item', { tool_line(tool) })
+  local row = self:_block('item', { format.tool_line(tool) })
   tool.mark = api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
+  self:_highlight(tool, row)
   -- After _block: if the buffer had been wiped, _block started a new one with no tools.
   self.tools[id] = tool
   return tool
@@ -265,6 +207,15 @@ end
 
 function Transcript:_tool_row(tool)
   return api.nvim_buf_get_extmark_by_id(self.buf, ns, tool.mark, {})[1]
+end
+
+--- Colours the status mark of the tool call on `row` (the mark starts after `- `).
+function Transcript:_highlight(tool, row)
+  api.nvim_buf_clear_namespace(self.buf, ns_hl, row, row + 1)
+  api.nvim_buf_set_extmark(self.buf, ns_hl, row, 2, {
+    end_col = 2 + #format.icons[tool.status],
+    hl_group = format.groups[tool.status],
+  })
 end
 
 --- Changes fields of a tool call and rewrites its line; `details` replaces the lines below it.
@@ -276,7 +227,8 @@ function Transcript:_tool_update(id, fields, details)
   end
   self:_edit(function(buf)
     local row = self:_tool_row(tool)
-    api.nvim_buf_set_lines(buf, row, row + 1, false, { tool_line(tool) })
+    api.nvim_buf_set_lines(buf, row, row + 1, false, { format.tool_line(tool) })
+    self:_highlight(tool, row)
     if details then
       api.nvim_buf_set_lines(buf, row + 1, row + 1 + tool.details, false, details)
       tool.details = #details
@@ -284,34 +236,12 @@ function Transcript:_tool_update(id, fields, details)
   end)
 end
 
-local function fenced(lang, text)
-  local lines = { '  ```' .. lang }
-  for _, line in ipairs(vim.split(text:gsub('\n$', ''), '\n', { plain = true })) do
-    table.insert(lines, line == '' and '' or '  ' .. line)
-  end
-  table.insert(lines, '  ```')
-  return lines
-end
-
---- The lines that preview a permission request: the diff of an edit, or the command to run.
-local function preview_lines(preview)
-  if type(preview) ~= 'table' then
-    return nil
-  end
-  if preview.kind == 'diff' and type(preview.diff) == 'string' then
-    return fenced('diff', preview.diff)
-  elseif preview.kind == 'command' and type(preview.command) == 'string' then
-    return fenced('sh', preview.command)
-  end
-  return nil
-end
-
 --- Shows that a tool call waits for an answer, with its preview below it.
 function Transcript:permission_asked(id, title, preview)
   local tool = self.tools[id]
   local details = nil
   if not (tool and tool.previewed) then
-    details = preview_lines(preview)
+    details = format.preview(preview)
   end
   self:_tool_update(id, { title = title, status = 'waiting' }, details)
   self.tools[id].previewed = self.tools[id].previewed or details ~= nil
@@ -347,20 +277,17 @@ end
 function events.toolCallFinished(self, ev)
   local details = nil
   if type(ev.diff) == 'string' and ev.diff ~= '' then
-    details = fenced('diff', ev.diff)
+    details = format.fenced('diff', ev.diff)
   end
   self:_tool_update(ev.toolCallId, { status = ev.status, summary = ev.summary or '' }, details)
 end
 
 function events.retry(self, ev)
-  local err = type(ev.error) == 'table' and ev.error.message or ''
-  self:note(('↻ retrying in %.1f s (attempt %d of %d): %s'):format(
-    (ev.delayMs or 0) / 1000, ev.attempt or 0, ev.maxAttempts or 0, err))
+  self:note(format.retry(ev))
 end
 
 function events.error(self, ev)
-  local err = type(ev.error) == 'table' and ev.error.message or 'unknown error'
-  self:note('✗ ' .. err)
+  self:note(format.error(ev))
 end
 
 --- Renders one `turn/event` payload.

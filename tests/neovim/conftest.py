@@ -104,10 +104,12 @@ class Editor:
         return self.status()
 
     def status(self) -> dict[str, Any]:
-        return self.lua("local s = require('heddle').status(); s.last = s.last or vim.NIL; return s")
+        return self.lua(
+            "local s = require('heddle').status(); s.last = s.last or vim.NIL; return s")
 
     def transcript(self) -> list[str]:
-        return self.lua("return vim.api.nvim_buf_get_lines(require('heddle').status().buf, 0, -1, false)")
+        return self.lua(
+            "return vim.api.nvim_buf_get_lines(require('heddle').status().buf, 0, -1, false)")
 
     def harness(self, field: str) -> Any:
         return self.lua(f"return T.{field}")

@@ -28,7 +28,12 @@ vim.ui.select = function(items, opts, on_choice)
   for i, item in ipairs(items) do
     shown[i] = opts.format_item and opts.format_item(item) or tostring(item)
   end
-  table.insert(T.selects, { prompt = opts.prompt, kind = opts.kind, items = shown, transcript = transcript() })
+  table.insert(T.selects, {
+    prompt = opts.prompt,
+    kind = opts.kind,
+    items = shown,
+    transcript = transcript(),
+  })
   local answer = table.remove(T.select_answers, 1)
   for _, item in ipairs(items) do
     if type(item) == 'table' and item.decision == answer then

@@ -17,7 +17,8 @@ def health_report(editor) -> list[str]:
 
 def test_checkhealth_reports_a_working_setup(editor, workspace: Path) -> None:
     editor.setup(model="claude-sonnet-4-5", permission_mode="acceptEdits")
-    version = editor.lua("local v = vim.version() return ('%d.%d.%d'):format(v.major, v.minor, v.patch)")
+    version = editor.lua(
+        "local v = vim.version() return ('%d.%d.%d'):format(v.major, v.minor, v.patch)")
 
     assert health_report(editor) == [
         "Neovim ~",

@@ -102,7 +102,8 @@ end
 local function start()
   local opts = config.options
   if vim.fn.executable(opts.cmd[1]) == 0 then
-    return nil, ('`%s` is not an executable: install Heddle or set `cmd` (:checkhealth heddle)'):format(opts.cmd[1])
+    local hint = 'install Heddle or set `cmd` (:checkhealth heddle)'
+    return nil, ('`%s` is not an executable: %s'):format(opts.cmd[1], hint)
   end
   local handlers = {
     [protocol.methods.TURN_EVENT] = dispatch(protocol.methods.TURN_EVENT),

@@ -31,7 +31,8 @@ M.defaults = {
   },
 }
 
-local permission_modes = { default = true, acceptEdits = true, plan = true, bypassPermissions = true }
+local permission_modes =
+  { default = true, acceptEdits = true, plan = true, bypassPermissions = true }
 local positions = { right = true, left = true, above = true, below = true }
 
 local function is_cmd(v)

@@ -2,7 +2,8 @@
 local M = {}
 
 --- Status marks of tool calls, and their highlight groups (see `:help heddle-output`).
-M.icons = { running = '⋯', waiting = '?', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
+M.icons =
+  { running = '⋯', waiting = '?', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
 M.groups = {
   running = 'HeddleToolRunning',
   waiting = 'HeddleToolWaiting',
@@ -77,7 +78,8 @@ function M.footer(result, err)
   if type(usage) == 'table' and (usage.modelCalls or 0) > 0 then
     local calls = usage.modelCalls
     table.insert(parts, ('%d model call%s'):format(calls, calls == 1 and '' or 's'))
-    table.insert(parts, ('%d tokens in, %d out'):format(usage.inputTokens or 0, usage.outputTokens or 0))
+    local tokens = ('%d tokens in, %d out'):format(usage.inputTokens or 0, usage.outputTokens or 0)
+    table.insert(parts, tokens)
   end
   return '_' .. table.concat(parts, ' · ') .. '_'
 end

@@ -73,7 +73,10 @@ local function check_daemon(config)
   ))
   if server.protocolVersion ~= protocol.version then
     health.error(
-      ('this plugin speaks protocol %d, the daemon %s'):format(protocol.version, tostring(server.protocolVersion)),
+      ('this plugin speaks protocol %d, the daemon %s'):format(
+        protocol.version,
+        tostring(server.protocolVersion)
+      ),
       { 'update the plugin and the daemon to the same release' }
     )
   end

@@ -14,7 +14,7 @@ end
 
 --- Runs `prompt` in the current session. Without a prompt, asks for one with `vim.ui.input`.
 --- @param prompt string?
---- @param opts { range: integer[]?, buf: integer? }?  `range` = `{ line1, line2 }` sends those lines
+--- @param opts { range: integer[]?, buf: integer? }? `range = { line1, line2 }` sends those lines
 function M.run(prompt, opts)
   opts = opts or {}
   local buf = opts.buf or vim.api.nvim_get_current_buf()

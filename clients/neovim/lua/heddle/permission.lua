@@ -45,7 +45,8 @@ end
 --- How an option reads in the picker; `Always allow` shows the rule it would save (the
 --- daemon's label may name it already).
 function M.format(option)
-  if option.decision == 'allowAlways' and option.rule and not option.label:find(option.rule, 1, true) then
+  local rule = option.decision == 'allowAlways' and option.rule
+  if rule and not option.label:find(rule, 1, true) then
     return ('%s: %s'):format(option.label, option.rule)
   end
   return option.label

@@ -107,7 +107,10 @@ function Transcript:_block(kind, lines)
     if self.tail == 'text' then
       -- Drop blank lines the text ended with, so exactly one separates it from the block.
       local count = api.nvim_buf_line_count(buf)
-      while count > self.text_start + 1 and api.nvim_buf_get_lines(buf, count - 1, count, false)[1] == '' do
+      local function last_is_blank()
+        return api.nvim_buf_get_lines(buf, count - 1, count, false)[1] == ''
+      end
+      while count > self.text_start + 1 and last_is_blank() do
         api.nvim_buf_set_lines(buf, count - 1, count, false, {})
         count = count - 1
       end

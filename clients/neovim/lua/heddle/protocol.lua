@@ -20,11 +20,6 @@ return {
     "retry",
     "usage",
     "error",
-    "modelCall",
-    "tombstone",
-    "modelFallback",
-    "compaction",
-    "toolSummary",
   },
   terminal_reasons = {
     "completed",

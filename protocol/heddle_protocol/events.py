@@ -83,6 +83,47 @@ class RetryEvent(Ev, tag="retry"):
 class UsageEvent(Ev, tag="usage"):
     usage: Usage
     """Totals for the turn so far."""
+    context_tokens: int = 0
+    """Estimated size of the conversation the next model call sends (for a context meter)."""
+    context_window: int = 0
+    token_budget: int | None = None
+    """The turn's token budget, if one was asked for; progress is `usage.outputTokens`."""
+
+
+class ModelCallEvent(Ev, tag="modelCall"):
+    """A model call began. Text, thinking and tool calls that follow belong to it."""
+
+    index: int
+    """0 for the first call of the turn."""
+    model: str
+
+
+class TombstoneEvent(Ev, tag="tombstone"):
+    """Remove what model call `index` showed: it is being redone (output limit raised, model
+    fallback). Tool calls it started end with `toolCallFinished` status `cancelled`."""
+
+    index: int
+    reason: str
+
+
+class ModelFallbackEvent(Ev, tag="modelFallback"):
+    from_model: str
+    to_model: str
+    error: ErrorInfo
+
+
+class CompactionEvent(Ev, tag="compaction"):
+    layer: str
+    """`reactive` (after a prompt-too-long error), `auto`, or `manual`."""
+    tokens_before: int
+    tokens_after: int
+    summary: str = ""
+
+
+class ToolSummaryEvent(Ev, tag="toolSummary"):
+    tool_call_ids: list[str]
+    summary: str
+    """One line, e.g. `Read the config and found the timeout setting`."""
 
 
 class ErrorEvent(Ev, tag="error"):
@@ -92,7 +133,8 @@ class ErrorEvent(Ev, tag="error"):
 Event = Union[
     TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
-    RetryEvent, UsageEvent, ErrorEvent,
+    RetryEvent, UsageEvent, ErrorEvent, ModelCallEvent, TombstoneEvent, ModelFallbackEvent,
+    CompactionEvent, ToolSummaryEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

@@ -65,6 +65,14 @@ class SessionNewParams(Wire):
     """Omitted: `default`."""
     system_prompt: str | None = None
     """Extra instructions appended to Heddle's system prompt. Omitted: none."""
+    fallback_model: str | None = None
+    """Model to switch to when this one stays overloaded. Omitted: `HEDDLE_FALLBACK_MODEL`, else
+    no fallback."""
+    thinking_budget: int | None = None
+    """Extended thinking budget in tokens. Omitted: thinking off."""
+    summary_model: str | None = None
+    """Cheap model that labels each tool batch with a one-line `toolSummary` event. Omitted:
+    `HEDDLE_SUMMARY_MODEL`, else off."""
 
 
 class SessionNewResult(Wire):
@@ -102,7 +110,17 @@ class TurnStartParams(Wire):
     context: list[ContextItem] = []
     """The active file, selection, ... Omitted: none."""
     max_turns: int | None = None
-    """Upper bound on model calls in this turn. Omitted: the daemon's default (100)."""
+    """Upper bound on model responses that continue the turn. Omitted: 100."""
+    if_busy: Literal["reject", "interrupt", "queue"] = "reject"
+    """What to do if the session is running a turn: `reject` (error -32011), `interrupt` (cancel
+    it; no interruption note, this prompt carries the context), or `queue` (the running turn
+    takes the prompt in at its next step; if that turn does not complete, the prompt runs as a
+    turn of its own). Omitted: `reject`."""
+    token_budget: int | None = None
+    """Keep working until this many output tokens are spent (like `+500k` in the prompt).
+    Omitted: a `+Nk`/`+Nm` in the prompt, else none."""
+    task_budget: int | None = None
+    """Hard cap on the turn's input+output tokens (reason `tokenBudget`). Omitted: none."""
 
 
 class Usage(Wire):
@@ -135,6 +153,10 @@ class TurnStartResult(Wire):
     """Only with an error reason (`modelError`, `promptTooLong`, ...). Omitted: no error."""
     text: str = ""
     """The final assistant text of the turn."""
+    transitions: list[str] = []
+    """Why the loop went round, once per extra iteration, in order: `next_turn`,
+    `max_output_tokens_escalate`, `max_output_tokens_recovery`, `reactive_compact_retry`,
+    `collapse_drain_retry`, `stop_hook_blocking`, `token_budget_continuation`."""
 
 
 class TurnCancelParams(Wire):

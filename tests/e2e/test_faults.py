@@ -18,13 +18,37 @@ async def test_overload_is_retried_and_visible(client, scripted, workspace):
     assert result["usage"]["modelCalls"] == 3
 
 
-async def test_prompt_too_long_ends_turn_with_reason(client, scripted, workspace):
-    scripted.add_scenario("s", {"steps": [{"fault": {"status": 400, "promptTooLong": True}}, HELLO]})
+async def test_prompt_too_long_is_compacted_once_then_surfaced(client, scripted, workspace):
+    too_long = {"fault": {"status": 400, "promptTooLong": True}}
+    summary = {"content": [{"type": "text", "text": "Goal: say hi."}]}
+    scripted.add_scenario("s", {"steps": [too_long, summary, too_long, HELLO]})
     sid = await new_session(client, workspace, "s")
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "hi"})
     assert result["reason"] == "promptTooLong"
     assert "prompt is too long" in result["error"]["message"]
-    assert client.turn_events("error")[0]["error"]["code"] == "promptTooLong"
+    assert result["transitions"] == ["reactive_compact_retry"]
+    assert len(scripted.requests_for("s")) == 3  # one compaction, never a second
+    kinds = [e["kind"] for e in client.turn_events()]
+    assert kinds.count("error") == 1 and kinds.index("compaction") < kinds.index("error")
+
+
+async def test_prompt_too_long_recovered_by_compaction_shows_no_error(client, scripted, workspace):
+    too_long = {"fault": {"status": 413}}
+    summary = {"content": [{"type": "text", "text": "Goal: greet the user."}]}
+    scripted.add_scenario("s", {"steps": [too_long, summary, HELLO]})
+    sid = await new_session(client, workspace, "s")
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "please say hi"})
+    assert result["reason"] == "completed" and result["text"] == "Recovered."
+    assert client.turn_events("error") == []  # withheld, then recovered
+    (compaction,) = client.turn_events("compaction")
+    assert compaction["layer"] == "reactive" and compaction["summary"] == "Goal: greet the user."
+    compact_request = scripted.requests_for("s")[1].body
+    assert compact_request["messages"][-1]["content"][-1]["text"].startswith("Summarise the conversation")
+    assert "tools" not in compact_request
+    retried = scripted.requests_for("s")[2].body["messages"]
+    assert len(retried) == 1
+    texts = [b["text"] for b in retried[0]["content"]]
+    assert "Goal: greet the user." in texts[0] and texts[-1] == "please say hi"
 
 
 async def test_stream_failure_after_tool_use_leaves_a_valid_session(client, scripted, workspace):

@@ -5,7 +5,7 @@ import msgspec
 from heddle.loop.messages import (Message, TextBlock, ThinkingBlock, ToolResultBlock,
                                   ToolUseBlock, append_user, missing_tool_results, to_api,
                                   user_text)
-from heddle.loop.query import sanitize
+from heddle.loop.endings import sanitize
 from heddle.loop.state import ContinueReason, LoopState, Transition, next_turn
 
 
@@ -52,5 +52,5 @@ def test_next_turn_rebuilds_state_and_keeps_the_compact_guard():
         messages=state.messages + (Message("assistant", (TextBlock("b"),)),), turn_count=3,
         transition=Transition(ContinueReason.NEXT_TURN), max_output_tokens_recovery_count=0,
         max_output_tokens_override=None, has_attempted_reactive_compact=True,
-        stop_hook_active=False)
+        stop_hook_active=True)
     assert len(ContinueReason) == 7

@@ -11,7 +11,7 @@ export const Methods = {
   PermissionRequest: "permission/request",
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary"] as const;
 export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
 
 export interface ClientHeddleCapabilities {
@@ -21,6 +21,13 @@ export interface CommandPreview {
   kind: "command";
   command: string;
   cwd: string;
+}
+export interface CompactionEvent {
+  kind: "compaction";
+  layer: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  summary?: string;
 }
 export interface ContextItem {
   path: string;
@@ -46,6 +53,17 @@ export interface ErrorInfo {
 export interface LineRange {
   startLine: number;
   endLine: number;
+}
+export interface ModelCallEvent {
+  kind: "modelCall";
+  index: number;
+  model: string;
+}
+export interface ModelFallbackEvent {
+  kind: "modelFallback";
+  fromModel: string;
+  toModel: string;
+  error: ErrorInfo;
 }
 export interface PermissionAnsweredEvent {
   kind: "permissionAnswered";
@@ -99,6 +117,9 @@ export interface SessionNewParams {
   model?: string | null;
   permissionMode?: "acceptEdits" | "bypassPermissions" | "default" | "plan" | null;
   systemPrompt?: string | null;
+  fallbackModel?: string | null;
+  thinkingBudget?: number | null;
+  summaryModel?: string | null;
 }
 export interface SessionNewResult {
   sessionId: string;
@@ -113,6 +134,11 @@ export interface TextDeltaEvent {
 export interface ThinkingDeltaEvent {
   kind: "thinkingDelta";
   text: string;
+}
+export interface TombstoneEvent {
+  kind: "tombstone";
+  index: number;
+  reason: string;
 }
 export interface ToolCallFinishedEvent {
   kind: "toolCallFinished";
@@ -134,6 +160,11 @@ export interface ToolCallStartedEvent {
   toolCallId: string;
   tool: string;
 }
+export interface ToolSummaryEvent {
+  kind: "toolSummary";
+  toolCallIds: Array<string>;
+  summary: string;
+}
 export interface TurnCancelParams {
   sessionId: string;
   turnId?: string | null;
@@ -142,13 +173,16 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
   prompt: string;
   context?: Array<ContextItem>;
   maxTurns?: number | null;
+  ifBusy?: "interrupt" | "queue" | "reject";
+  tokenBudget?: number | null;
+  taskBudget?: number | null;
 }
 export interface TurnStartResult {
   turnId: string;
@@ -157,6 +191,7 @@ export interface TurnStartResult {
   cancelPhase?: "streaming" | "tools" | null;
   error?: ErrorInfo | null;
   text?: string;
+  transitions?: Array<string>;
 }
 export interface TurnStartedEvent {
   kind: "turnStarted";
@@ -173,5 +208,8 @@ export interface Usage {
 export interface UsageEvent {
   kind: "usage";
   usage: Usage;
+  contextTokens?: number;
+  contextWindow?: number;
+  tokenBudget?: number | null;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;

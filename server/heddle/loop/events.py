@@ -98,6 +98,42 @@ class Retry(msgspec.Struct, frozen=True):
 
 class UsageReport(msgspec.Struct, frozen=True):
     usage: Usage
+    context_tokens: int = 0
+    """Estimated size of the conversation the next model call will send."""
+    context_window: int = 0
+    token_budget: int | None = None
+
+
+class ModelCallStarted(msgspec.Struct, frozen=True):
+    """A model call of this turn began; `index` counts from 0 and names its output."""
+
+    index: int
+    model: str
+
+
+class Tombstone(msgspec.Struct, frozen=True):
+    """Discard what model call `index` produced (it was retried or replaced)."""
+
+    index: int
+    reason: str
+
+
+class ModelFallback(msgspec.Struct, frozen=True):
+    from_model: str
+    to_model: str
+    error: ErrorInfo
+
+
+class Compaction(msgspec.Struct, frozen=True):
+    layer: str
+    tokens_before: int
+    tokens_after: int
+    summary: str = ""
+
+
+class ToolSummary(msgspec.Struct, frozen=True):
+    tool_call_ids: tuple[str, ...]
+    summary: str
 
 
 class ErrorReport(msgspec.Struct, frozen=True):
@@ -133,9 +169,12 @@ class Terminal(msgspec.Struct, frozen=True):
     usage: Usage
     text: str = ""
     error: ErrorInfo | None = None
+    transitions: tuple[str, ...] = ()
+    """The continue reasons of the iterations, in order."""
 
 
 CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
+    ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary,
 ]

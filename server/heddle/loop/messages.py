@@ -79,3 +79,14 @@ def missing_tool_results(messages: tuple[Message, ...]) -> list[ToolUseBlock]:
     answered = {b.tool_use_id for m in messages[last_assistant + 1:] for b in m.content
                 if isinstance(b, ToolResultBlock)}
     return [b for b in tool_uses(messages[last_assistant]) if b.id not in answered]
+
+
+def strip_thinking(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Remove thinking blocks (their signatures bind them to the model that wrote them)."""
+    out = []
+    for m in messages:
+        if m.role == "assistant" and any(isinstance(b, THINKING_TYPES) for b in m.content):
+            kept = tuple(b for b in m.content if not isinstance(b, THINKING_TYPES))
+            m = Message("assistant", kept or (TextBlock("[thinking omitted]"),))
+        out.append(m)
+    return tuple(out)

@@ -1,47 +1,43 @@
 """`query()`: the agent loop as an async generator of core events, ending with a `Terminal`.
 
-One iteration: call the model (streaming; safe tools start as their blocks complete) → if the
-model asked for tools, run them and go round again; otherwise stop. Cancellation from the
-caller's cancel scope is caught here so the conversation always ends protocol-valid: every
-tool_use gets a tool_result, synthetic if need be.
+One iteration: guards (max turns, task budget, blocking limit) → one model call, streaming
+(safe tools start as their blocks complete; an overloaded primary model falls back once) →
+recovery if the call failed or was cut off → stop hooks and the token budget if the model is
+done → otherwise run the tools and go round. Every `continue` builds a complete new LoopState
+whose `transition` says why. Cancellation from the caller's cancel scope is caught where it
+lands, and the conversation is closed so the next request is valid: every tool_use gets a
+tool_result, synthetic if need be.
 """
 
 from __future__ import annotations
 
+import logging
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import AsyncIterator, Callable
-import uuid
 
 import anyio
 import anyio.abc
 
-from heddle.loop.events import (CoreEvent, ErrorInfo, ErrorReport, MessageFinal, Retry,
-                                Terminal, TerminalReason, TextDelta, ThinkingDelta,
-                                ToolCallFinished, ToolCallInput, ToolCallStarted, Usage,
-                                UsageReport)
-from heddle.loop.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
-                                  ToolUseBlock, append_user, text_of)
-from heddle.loop.state import LoopState, next_turn
-from heddle.model.types import (BlockDone, BlockStarted, ModelCaller, ModelError,
-                                ModelRequest, StreamEnd, TextChunk, ThinkingChunk)
+from heddle.context.windows import Limits, estimate_tokens, limits_for
+from heddle.loop import endings
+from heddle.loop.budget import check_token_budget
+from heddle.loop.deps import LoopDeps
+from heddle.loop.events import (Compaction, CoreEvent, ErrorInfo, ErrorReport, MessageFinal,
+                                Terminal, TerminalReason, Usage, UsageReport)
+from heddle.loop.messages import Block, Message, TextBlock, append_user, to_api, text_of
+from heddle.loop.model_call import CallOutcome, call_model
+from heddle.loop.state import ContinueReason, LoopState, Transition, next_turn
+from heddle.loop.summaries import Background, summarize_tools
 from heddle.permissions.policy import Asker, PermissionPolicy
 from heddle.tools.base import Tool, ToolContext, schema_of
-from heddle.tools.executor import ToolExecutor
 
-INTERRUPTED = "[The user interrupted the turn here.]"
-CANCELLED_RESULT = ("The user cancelled the turn before this tool call finished; "
-                    "its effect is unknown.")
-MODEL_FAILED_RESULT = ("The model's response failed while this tool call was pending; "
-                       "it did not run, or its result was discarded.")
+log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class LoopDeps:
-    """The narrow seams the loop is tested through."""
-
-    model: ModelCaller
-    new_id: Callable[[], str] = lambda: uuid.uuid4().hex
+ESCALATED_MAX_TOKENS = 64_000
+MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
+OUTPUT_LIMIT_NUDGE = ("Output token limit hit. Resume directly where you stopped - no apology, "
+                      "no recap. Split the remaining work into smaller pieces.")
 
 
 @dataclass(frozen=True)
@@ -57,183 +53,255 @@ class QueryParams:
     task_group: anyio.abc.TaskGroup
     """Where tool calls run; owned by the caller so the generator never yields inside it."""
     source: str = "editor"
+    """`editor`, `agent:<name>` for sub-agents, `compact` for compaction."""
     max_turns: int = 100
     max_tokens: int = 8192
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    fallback_model: str | None = None
+    token_budget: int | None = None
+    """Keep working until this many output tokens (a `+500k` request); None: off."""
+    task_budget: int | None = None
+    """Hard cap on input+output tokens of the whole query; None: off."""
+    thinking_budget: int | None = None
+    summary_model: str | None = None
+    """Cheap model that labels each tool batch in the background; None: off."""
+    limits: Limits | None = None
+    escalated_max_tokens: int = ESCALATED_MAX_TOKENS
+    take_queued: Callable[[], tuple[Block, ...]] | None = None
+    """Prompts queued while the turn runs; they join at the next iteration boundary."""
+    abort_reason: Callable[[], str | None] = lambda: None
+    """After a cancel: "interrupt" when a new prompt replaced the turn (no interruption note)."""
 
 
 @dataclass(frozen=True)
 class LoopConfig:
     """Snapshot taken once at entry; never re-read during the query."""
 
-    model: str
     source: str
     max_turns: int
     max_tokens: int
+    escalated_max_tokens: int
+    fallback_model: str | None
+    token_budget: int | None
+    task_budget: int | None
+    thinking_budget: int | None
+    summary_model: str | None
+    limits: Limits
     tool_schemas: tuple[dict, ...]
 
-
-def sanitize(blocks: list[Block]) -> tuple[Block, ...]:
-    """Make a partial assistant message valid: no empty text, no unsigned or trailing thinking."""
-    kept = [b for b in blocks
-            if not (isinstance(b, TextBlock) and not b.text.strip())
-            and not (isinstance(b, ThinkingBlock) and not b.signature)]
-    while kept and isinstance(kept[-1], THINKING_TYPES):
-        kept.pop()
-    return tuple(kept)
+    @property
+    def is_subagent(self) -> bool:
+        return self.source.startswith("agent:")
 
 
-class _Response:
-    """What one streamed model response has produced so far."""
+def snapshot(p: QueryParams) -> LoopConfig:
+    return LoopConfig(
+        source=p.source, max_turns=p.max_turns, max_tokens=p.max_tokens,
+        escalated_max_tokens=p.escalated_max_tokens, fallback_model=p.fallback_model,
+        token_budget=p.token_budget, task_budget=p.task_budget, thinking_budget=p.thinking_budget,
+        summary_model=p.summary_model, limits=p.limits or limits_for(p.model),
+        tool_schemas=tuple(schema_of(t) for t in p.tools.values()))
 
-    def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.partial_text: list[str] = []
-        self.stop_reason: str | None = None
-        self.usage = Usage()
 
-    def with_partial(self) -> list[Block]:
-        text = "".join(self.partial_text)
-        return self.blocks + ([TextBlock(text)] if text else [])
+def context_tokens(state: LoopState) -> int:
+    """The last response's reported size plus a high estimate of what came after it."""
+    counted, tokens = state.context_base
+    return tokens + estimate_tokens(to_api(state.messages[counted:]))
+
+
+def rebuilt(state: LoopState, reason: ContinueReason, **changes) -> LoopState:
+    """A complete new state for a `continue` point: every field named, changes applied."""
+    fields = dict(
+        messages=state.messages, turn_count=state.turn_count,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
+        max_output_tokens_override=state.max_output_tokens_override,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        stop_hook_active=state.stop_hook_active, model=state.model, budget=state.budget,
+        context_base=state.context_base)
+    fields.update(changes)
+    return LoopState(transition=Transition(reason), **fields)
 
 
 async def query(p: QueryParams) -> AsyncIterator[CoreEvent]:
-    config = LoopConfig(p.model, p.source, p.max_turns, p.max_tokens,
-                        tuple(schema_of(t) for t in p.tools.values()))
-    state = LoopState(messages=p.messages)
+    background = Background(p.task_group)
+    try:
+        async with aclosing(_loop(p, snapshot(p), background)) as loop:
+            async for ev in loop:
+                yield ev
+    finally:
+        background.close()
+
+
+async def _loop(p: QueryParams, config: LoopConfig, background: Background
+                ) -> AsyncIterator[CoreEvent]:
+    state = LoopState(messages=p.messages, model=p.model)
     usage = Usage()
+    transitions: list[str] = []
+    index = 0
+
+    def end(reason: TerminalReason, messages: tuple[Message, ...], text: str = "",
+            error: ErrorInfo | None = None) -> list[CoreEvent]:
+        return ([ErrorReport(error)] if error else []) + [
+            Terminal(reason, messages, usage, text, error, tuple(transitions))]
+
     while True:
+        if state.transition is not None:
+            transitions.append(state.transition.reason.value)
         if state.turn_count >= config.max_turns:
-            yield Terminal(TerminalReason.MAX_TURNS, state.messages, usage,
-                           error=ErrorInfo("maxTurns", f"stopped after {config.max_turns} model calls"))
+            for ev in end(TerminalReason.MAX_TURNS, state.messages, error=ErrorInfo(
+                    "maxTurns", f"stopped after {config.max_turns} model calls")):
+                yield ev
             return
-        executor = ToolExecutor(p.tools, p.tool_context, p.policy, p.asker, p.task_group,
-                                p.permission_lock)
-        response = _Response()
-        request = ModelRequest(config.model, p.system, state.messages, config.tool_schemas,
-                               state.max_output_tokens_override or config.max_tokens)
-        try:
-            async with aclosing(p.deps.model.stream(request)) as stream:
-                async for ev in stream:
-                    for out in _on_stream_event(ev, response, executor, p.tool_context):
-                        yield out
-        except anyio.get_cancelled_exc_class():
-            for out in _aborted(state, response.with_partial(), executor, usage,
-                                TerminalReason.ABORTED_STREAMING):
-                yield out
+        spent = usage.input_tokens + usage.output_tokens
+        if config.task_budget and spent >= config.task_budget:
+            for ev in end(TerminalReason.TOKEN_BUDGET, state.messages, error=ErrorInfo(
+                    "tokenBudget", f"the task budget of {config.task_budget:,} tokens is spent "
+                    f"({spent:,} used)")):
+                yield ev
             return
-        except ModelError as err:
-            usage = usage + response.usage
-            for out in _model_failed(state, response, executor, usage, err.info):
-                yield out
+        size = context_tokens(state)
+        if config.source != "compact" and size > config.limits.blocking_at:
+            for ev in end(TerminalReason.BLOCKING_LIMIT, state.messages, error=ErrorInfo(
+                    "blockingLimit", f"the conversation (about {size:,} tokens) is too close to "
+                    f"the context window of {config.limits.window:,}; compact it or start a new "
+                    "session")):
+                yield ev
             return
+
+        outcome: CallOutcome | None = None
+        async with aclosing(call_model(p, config, state, index)) as call:
+            async for ev in call:
+                if isinstance(ev, CallOutcome):
+                    outcome = ev
+                else:
+                    yield ev
+        assert outcome is not None
+        index = outcome.next_index
+        if outcome.model != state.model:  # the fallback model takes over for the rest of the turn
+            state = replace(state, model=outcome.model, messages=outcome.messages)
+        response, executor = outcome.response, outcome.executor
         usage = usage + response.usage
-        yield UsageReport(usage)
-        assistant = Message("assistant", sanitize(response.blocks))
-        if not assistant.content:
-            assistant = Message("assistant", (TextBlock("(no answer)"),))
-        yield MessageFinal(assistant)
-        if not executor.calls:
-            yield Terminal(TerminalReason.COMPLETED, state.messages + (assistant,), usage,
-                           text=text_of(assistant))
+
+        if outcome.status == "aborted":
+            events, messages, text = endings.aborted(state.messages, response.with_partial(),
+                                                     executor, p.abort_reason())
+            for ev in events + end(TerminalReason.ABORTED_STREAMING, messages, text):
+                yield ev
             return
+        if outcome.status == "failed":
+            info = outcome.error
+            if (info.code == "promptTooLong" and not state.has_attempted_reactive_compact
+                    and p.deps.compactor is not None):
+                # the error is withheld: the client never sees an error that was recovered
+                compacted = await _compact(p, state, "reactive")
+                if compacted is not None:
+                    yield compacted[1]
+                    state = rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY,
+                                    messages=compacted[0], has_attempted_reactive_compact=True,
+                                    context_base=(0, 0))
+                    continue
+            events, messages = endings.close_failed(state.messages, response.blocks, executor)
+            reason = (TerminalReason.PROMPT_TOO_LONG if info.code == "promptTooLong"
+                      else TerminalReason.MODEL_ERROR)
+            for ev in events + end(reason, messages, error=info):
+                yield ev
+            return
+
+        reported = response.usage.input_tokens + response.usage.output_tokens
+        state = replace(state, context_base=(len(state.messages), reported))
+        yield UsageReport(usage, context_tokens(state), config.limits.window, config.token_budget)
+
+        if response.stop_reason == "max_tokens":
+            for ev in endings.discard(executor, "cut off by the output limit"):
+                yield ev
+            if (state.max_output_tokens_override is None
+                    and config.escalated_max_tokens > config.max_tokens):
+                yield endings.tombstone(index - 1, "the output limit was raised and the answer "
+                                        "is being written again")
+                state = rebuilt(state, ContinueReason.MAX_OUTPUT_TOKENS_ESCALATE,
+                                max_output_tokens_override=config.escalated_max_tokens)
+                continue
+            kept = endings.assistant_text_only(response.blocks)
+            messages = state.messages + ((kept,) if kept else ())
+            if state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
+                if kept:
+                    yield MessageFinal(kept)
+                state = rebuilt(state, ContinueReason.MAX_OUTPUT_TOKENS_RECOVERY,
+                                messages=append_user(messages, (TextBlock(OUTPUT_LIMIT_NUDGE),)),
+                                max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1)
+                continue
+            for ev in end(TerminalReason.COMPLETED, messages, text_of(kept) if kept else "",
+                          ErrorInfo("maxOutputTokens", "the answer was cut off by the output "
+                                    "token limit, even after asking the model to continue")):
+                yield ev
+            return
+
+        assistant = endings.assistant_message(response.blocks)
+        yield MessageFinal(assistant)
+        messages = state.messages + (assistant,)
+
+        if not executor.calls:
+            if p.deps.stop_hooks is not None and not state.stop_hook_active:
+                hooks = await p.deps.stop_hooks({
+                    "source": config.source, "stop_hook_active": state.stop_hook_active,
+                    "last_assistant_message": text_of(assistant)})
+                if hooks.prevent is not None:
+                    for ev in end(TerminalReason.STOP_HOOK_PREVENTED, messages, text_of(assistant),
+                                  ErrorInfo("stopHookPrevented", hooks.prevent)):
+                        yield ev
+                    return
+                if hooks.blocking:
+                    note = "Stop hook feedback:\n" + "\n".join(f"- {b}" for b in hooks.blocking)
+                    state = rebuilt(state, ContinueReason.STOP_HOOK_BLOCKING,
+                                    messages=append_user(messages, (TextBlock(note),)),
+                                    stop_hook_active=True, turn_count=state.turn_count + 1)
+                    continue
+            decision = check_token_budget(state.budget, config.token_budget, usage.output_tokens,
+                                          config.is_subagent)
+            if decision.proceed:
+                state = rebuilt(state, ContinueReason.TOKEN_BUDGET_CONTINUATION,
+                                messages=append_user(messages, (TextBlock(decision.nudge),)),
+                                budget=decision.tracker, turn_count=state.turn_count + 1)
+                continue
+            for ev in end(TerminalReason.COMPLETED, messages, text_of(assistant)):
+                yield ev
+            return
+
         executor.finish_intake()
         try:
             await executor.wait()
         except anyio.get_cancelled_exc_class():
-            for out in _aborted(state, list(assistant.content), executor, usage,
-                                TerminalReason.ABORTED_TOOLS):
-                yield out
+            events, messages, text = endings.aborted(state.messages, list(assistant.content),
+                                                     executor, p.abort_reason())
+            for ev in events + end(TerminalReason.ABORTED_TOOLS, messages, text):
+                yield ev
             return
-        results = Message("user", executor.results(CANCELLED_RESULT))
-        yield MessageFinal(results)
-        state = next_turn(state, (assistant, results))
+        results = executor.results(endings.CANCELLED_RESULT)
+        if config.summary_model:
+            calls = [c.block for c in executor.calls]
+            background.spawn(lambda: summarize_tools(p.deps.model, config.summary_model, calls,
+                                                     results, p.tool_context.emit))
+        queued = p.take_queued() if p.take_queued is not None else ()
+        user = Message("user", results + queued)
+        yield MessageFinal(user)
+        stop = getattr(executor, "stop_reason", None)
+        if stop:
+            for ev in end(TerminalReason.HOOK_STOPPED, messages + (user,), text_of(assistant),
+                          ErrorInfo("hookStopped", stop)):
+                yield ev
+            return
+        state = next_turn(state, (assistant, user))
 
 
-def _on_stream_event(ev, response: _Response, executor: ToolExecutor,
-                     ctx: ToolContext) -> list[CoreEvent]:
-    if isinstance(ev, TextChunk):
-        response.partial_text.append(ev.text)
-        return [TextDelta(ev.text)]
-    if isinstance(ev, ThinkingChunk):
-        return [ThinkingDelta(ev.text)]
-    if isinstance(ev, BlockStarted):
-        response.partial_text.clear()
-        if ev.kind == "tool_use":
-            return [ToolCallStarted(ev.tool_use_id, ev.tool_name)]
-        return []
-    if isinstance(ev, BlockDone):
-        response.partial_text.clear()
-        response.blocks.append(ev.block)
-        if isinstance(ev.block, ToolUseBlock):
-            title = _title(executor, ev.block, ctx)
-            executor.add(ev.block, ev.input_error)
-            return [ToolCallInput(ev.block.id, ev.block.name, ev.block.input, title)]
-        return []
-    if isinstance(ev, StreamEnd):
-        response.stop_reason = ev.stop_reason
-        response.usage = ev.usage
-        return []
-    if isinstance(ev, Retry):
-        return [ev]
-    return []
-
-
-def _title(executor: ToolExecutor, block: ToolUseBlock, ctx: ToolContext) -> str:
-    import msgspec
-
-    tool = executor.tools.get(block.name)
-    if tool is None:
-        return block.name
+async def _compact(p: QueryParams, state: LoopState, layer: str
+                   ) -> tuple[tuple[Message, ...], Compaction] | None:
     try:
-        return tool.title(msgspec.convert(block.input, tool.input_type), ctx)
-    except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
-        return block.name
-
-
-def _close_calls(executor: ToolExecutor, missing: str) -> list[CoreEvent]:
-    """Finished events for calls that never started (started ones report their own)."""
-    return [ToolCallFinished(c.block.id, c.block.name, "cancelled", "not run")
-            for c in executor.calls if not c.started and c.result is None]
-
-
-def _aborted(state: LoopState, blocks: list[Block], executor: ToolExecutor, usage: Usage,
-             reason: TerminalReason) -> list[CoreEvent]:
-    out = _close_calls(executor, CANCELLED_RESULT)
-    messages = state.messages
-    content = sanitize(blocks)
-    if content:
-        assistant = Message("assistant", content)
-        messages += (assistant,)
-        out.append(MessageFinal(assistant))
-    tail = executor.results(CANCELLED_RESULT) if content else ()
-    known = {b.id for b in content if isinstance(b, ToolUseBlock)}
-    tail = tuple(r for r in tail if r.tool_use_id in known) + (TextBlock(INTERRUPTED),)
-    messages = append_user(messages, tail)
-    out.append(MessageFinal(messages[-1]))
-    out.append(Terminal(reason, messages, usage, text="".join(
-        b.text for b in content if isinstance(b, TextBlock))))
-    return out
-
-
-def _model_failed(state: LoopState, response: _Response, executor: ToolExecutor, usage: Usage,
-                  info: ErrorInfo) -> list[CoreEvent]:
-    executor._queued.clear()  # queued unsafe calls must not run after a failed response
-    out = _close_calls(executor, MODEL_FAILED_RESULT)
-    messages = state.messages
-    content = sanitize(response.blocks)
-    if content:
-        assistant = Message("assistant", content)
-        messages += (assistant,)
-        results = executor.results(MODEL_FAILED_RESULT)
-        if results:
-            messages = append_user(messages, results)
-        out.append(MessageFinal(assistant))
-    reason = (TerminalReason.PROMPT_TOO_LONG if info.code == "promptTooLong"
-              else TerminalReason.MODEL_ERROR)
-    out.append(ErrorReport(info))
-    out.append(Terminal(reason, messages, usage, error=info))
-    return out
+        result = await p.deps.compactor(state.messages, state.model, layer)
+    except Exception as exc:  # compaction failing means the original error surfaces
+        log.warning("%s compaction failed: %s", layer, exc)
+        return None
+    return result.messages, Compaction(layer, result.tokens_before, result.tokens_after,
+                                       result.summary)
 
 
 async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None]) -> Terminal:

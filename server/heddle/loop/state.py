@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from heddle.loop.budget import BudgetTracker
 from heddle.loop.messages import Message
 
 
@@ -36,12 +37,19 @@ class LoopState:
     max_output_tokens_recovery_count: int = 0
     max_output_tokens_override: int | None = None
     has_attempted_reactive_compact: bool = False
+    """One reactive compaction per turn: never reset, not even by stop-hook retries."""
     stop_hook_active: bool = False
+    """Stop hooks sent the model back to work once; they do not run again this turn."""
+    model: str = ""
+    """The model calls go to; changes once if the fallback model takes over."""
+    budget: BudgetTracker = BudgetTracker()
+    context_base: tuple[int, int] = (0, 0)
+    """(messages counted, tokens): the last response's reported input+output size."""
 
 
 def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
-    """After tool results: go round with the grown conversation; per-response counters reset,
-    the reactive-compact guard is kept."""
+    """After tool results: go round with the grown conversation. Output-limit recovery starts
+    over; the reactive-compact guard and the stop-hook flag are kept."""
     return LoopState(
         messages=state.messages + new_messages,
         turn_count=state.turn_count + 1,
@@ -49,5 +57,8 @@ def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
         max_output_tokens_recovery_count=0,
         max_output_tokens_override=None,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
-        stop_hook_active=False,
+        stop_hook_active=state.stop_hook_active,
+        model=state.model,
+        budget=state.budget,
+        context_base=state.context_base,
     )

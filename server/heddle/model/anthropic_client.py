@@ -138,6 +138,8 @@ class AnthropicModel:
             kwargs["system"] = request.system
         if request.tools:
             kwargs["tools"] = list(request.tools)
+        if request.thinking_budget:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
         stream = await client.messages.create(**kwargs)
         builders: dict[int, _Builder] = {}
         usage_in: Any = None

@@ -16,6 +16,8 @@ class ModelRequest(msgspec.Struct, frozen=True):
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 8192
+    thinking_budget: int | None = None
+    """Extended thinking budget in tokens; None: thinking off."""
 
 
 class BlockStarted(msgspec.Struct, frozen=True):

@@ -52,8 +52,21 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
         case core.Retry(attempt, max_attempts, delay_ms, err):
             return wev.RetryEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay_ms,
                                   error=error_info(err))
-        case core.UsageReport(u):
-            return wev.UsageEvent(usage=usage(u))
+        case core.UsageReport(u, context_tokens, context_window, token_budget):
+            return wev.UsageEvent(usage=usage(u), context_tokens=context_tokens,
+                                  context_window=context_window, token_budget=token_budget)
+        case core.ModelCallStarted(index, model):
+            return wev.ModelCallEvent(index=index, model=model)
+        case core.Tombstone(index, reason):
+            return wev.TombstoneEvent(index=index, reason=reason)
+        case core.ModelFallback(from_model, to_model, err):
+            return wev.ModelFallbackEvent(from_model=from_model, to_model=to_model,
+                                          error=error_info(err))
+        case core.Compaction(layer, before, after, summary):
+            return wev.CompactionEvent(layer=layer, tokens_before=before, tokens_after=after,
+                                       summary=summary)
+        case core.ToolSummary(ids, summary):
+            return wev.ToolSummaryEvent(tool_call_ids=list(ids), summary=summary)
         case core.ErrorReport(err):
             return wev.ErrorEvent(error=error_info(err))
     return None
@@ -76,7 +89,8 @@ _REASONS = {
 def turn_result(turn_id: str, t: core.Terminal) -> wire.TurnStartResult:
     reason, phase = _REASONS[t.reason]
     return wire.TurnStartResult(turn_id=turn_id, reason=reason, cancel_phase=phase,
-                                usage=usage(t.usage), error=error_info(t.error), text=t.text)
+                                usage=usage(t.usage), error=error_info(t.error), text=t.text,
+                                transitions=list(t.transitions))
 
 
 def context_items(items: list[wire.ContextItem]) -> list[ContextItem]:

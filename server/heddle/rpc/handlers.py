@@ -16,8 +16,8 @@ from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, Permis
 from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.protocol import RpcError
-from heddle.sessions.session import Session, SessionError
-from heddle.sessions.turns import run_turn
+from heddle.sessions.session import Session, SessionError, SessionOptions
+from heddle.sessions.turns import TurnRequest, start_turn
 
 if TYPE_CHECKING:
     from heddle.rpc.server import HeddleServer
@@ -67,23 +67,34 @@ def register(server: HeddleServer) -> None:
 
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
         mode = p.permission_mode or "default"
+        options = SessionOptions(
+            fallback_model=p.fallback_model or server.fallback_model,
+            thinking_budget=p.thinking_budget,
+            summary_model=p.summary_model or server.summary_model)
         s = server.sessions.new(p.workspace, p.model or server.default_model,
-                                PermissionPolicy(mode=mode), p.system_prompt)
+                                PermissionPolicy(mode=mode), p.system_prompt, options)
         log.info("session %s on %s (model %s, mode %s)", s.id, s.workspace, s.model, mode)
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
                                      permission_mode=s.policy.mode)
 
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
-        turn_id = server.turn_deps.new_id()
-        emitter = TurnEmitter(session.id, turn_id,
-                              lambda ev: server.protocol.notify_struct("turn/event", ev))
-        emitter.started(p.prompt, session.model)
-        terminal = await run_turn(
-            session, p.prompt, convert.context_items(p.context), server.turn_deps, emitter,
-            _asker(server, session, turn_id), turn_id=turn_id, max_turns=p.max_turns,
-            request_id=server.protocol.msg_id)
-        emitter.flush()
+        emitters: list[TurnEmitter] = []
+
+        def emit_for(turn_id: str) -> TurnEmitter:
+            emitter = TurnEmitter(session.id, turn_id,
+                                  lambda ev: server.protocol.notify_struct("turn/event", ev))
+            emitter.started(p.prompt, session.model)
+            emitters.append(emitter)
+            return emitter
+
+        request = TurnRequest(p.prompt, convert.context_items(p.context), p.max_turns,
+                              p.token_budget, p.task_budget, p.if_busy)
+        turn_id, terminal = await start_turn(
+            session, request, server.turn_deps, emit_for,
+            lambda turn_id: _asker(server, session, turn_id), request_id=server.protocol.msg_id)
+        for emitter in emitters:
+            emitter.flush()
         log.info("turn %s ended: %s", turn_id, terminal.reason.value)
         return convert.turn_result(turn_id, terminal)
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import sys
+import uuid
 from typing import Any
 
 import anyio
@@ -16,6 +17,7 @@ import heddle
 from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
 from heddle_protocol import types as wire
 from heddle_protocol.events import event_kind
+from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings, import_sdk
 from heddle.model.types import ModelCaller
 from heddle.sessions.session import SessionRegistry
@@ -38,12 +40,17 @@ class HeddleServer(LanguageServer):
                          converter_factory=heddle_converter)
         env = dict(os.environ if env is None else env)
         self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
+        self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None
+        self.summary_model = env.get("HEDDLE_SUMMARY_MODEL") or None
+        window = int(env.get("HEDDLE_CONTEXT_WINDOW") or 0)
         self.permission_timeout = float(env.get("HEDDLE_PERMISSION_TIMEOUT", 600))
         self.model_settings = ModelSettings.from_env(env)
         self.sessions = SessionRegistry()
         self.tools = builtin_tools()
         self._models: dict[str, ModelCaller] = {}
-        self.turn_deps = TurnDeps(model_for=self.model_for, tools=self.tools)
+        self.turn_deps = TurnDeps(
+            model_for=self.model_for, tools=self.tools, new_id=lambda: uuid.uuid4().hex,
+            limits_for=lambda model: _limits(model, window))
         self._stop = asyncio.Event()
         self.exit_code = 0
         self._background: set[asyncio.Task] = set()
@@ -122,6 +129,11 @@ class HeddleServer(LanguageServer):
         for task in list(self._background):
             task.cancel()
         return self.exit_code
+
+
+def _limits(model: str, window_override: int) -> Limits:
+    limits = limits_for(model)
+    return Limits(window_override, limits.max_output) if window_override else limits
 
 
 def serve_stdio() -> int:

@@ -27,9 +27,32 @@ class RunningTurn:
     scope: anyio.CancelScope
     done: anyio.Event = field(default_factory=anyio.Event)
     request_id: object = None
+    abort_reason: str | None = None
+    """`interrupt` when a new prompt replaced the turn; None for a plain cancel."""
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str | None = None) -> None:
+        if not self.scope.cancel_called:
+            self.abort_reason = reason
         self.scope.cancel()
+
+
+@dataclass
+class QueuedPrompt:
+    """A prompt sent while a turn ran. The running turn takes it in at its next step; it
+    counts as answered only when that turn completes, else it runs as a turn of its own."""
+
+    text: str
+    state: str = "pending"
+    """`pending`, `started` (taken in by the running turn) or `completed`."""
+    answered_by: tuple[str, object] | None = None
+    """(turn id, Terminal) of the turn that completed with it."""
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    fallback_model: str | None = None
+    thinking_budget: int | None = None
+    summary_model: str | None = None
 
 
 @dataclass
@@ -43,6 +66,8 @@ class Session:
     turn: RunningTurn | None = None
     turns_run: int = 0
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    options: SessionOptions = SessionOptions()
+    queue: list[QueuedPrompt] = field(default_factory=list)
 
 
 class SessionRegistry:
@@ -50,14 +75,14 @@ class SessionRegistry:
         self._sessions: dict[str, Session] = {}
 
     def new(self, workspace: str, model: str, policy: PermissionPolicy,
-            system_extra: str | None = None) -> Session:
+            system_extra: str | None = None, options: SessionOptions = SessionOptions()) -> Session:
         path = Path(workspace)
         if not path.is_absolute():
             raise SessionError("workspace", f"workspace must be an absolute path, got {workspace!r}")
         if not path.is_dir():
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
-                          system_extra)
+                          system_extra, options=options)
         self._sessions[session.id] = session
         return session
 

@@ -1,25 +1,40 @@
-"""Running one turn of a session: the cancel scope, the tool task group, the loop, the result."""
+"""Running turns of a session: one at a time, with new prompts rejected, interrupting or queued.
+
+`start_turn` is what the daemon calls for `turn/start`. A session runs one turn at a time; a
+prompt for a busy session is refused (`reject`), replaces the running turn (`interrupt`: the
+turn is cancelled without an interruption note, since the new prompt carries the context), or
+waits (`queue`): the running turn takes it in at its next step, and it counts as answered only
+if that turn completes; otherwise it runs as a turn of its own.
+"""
 
 from __future__ import annotations
 
 import os
-import uuid
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Literal
 
 import anyio
 
+from heddle.context.compact import ModelCompactor
+from heddle.context.windows import Limits
+from heddle.loop.budget import parse_budget
+from heddle.loop.deps import LoopDeps
+from heddle.loop.endings import INTERRUPTED
 from heddle.loop.events import CoreEvent, Terminal, TerminalReason, Usage
-from heddle.loop.messages import TextBlock, append_user
+from heddle.loop.hooks import StopHooks
+from heddle.loop.messages import Block, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
-from heddle.loop.query import INTERRUPTED, LoopDeps, QueryParams, drive, query
+from heddle.loop.query import QueryParams, drive, query
 from heddle.model.types import ModelCaller
 from heddle.permissions.policy import Asker
-from heddle.sessions.session import RunningTurn, Session, SessionError
+from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.tools.base import Tool, ToolContext
 
 SECRET_MARKERS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 DEFAULT_MAX_TURNS = 100
+QUEUED_NOTE = "[The user sent this while you were working]\n"
+
+IfBusy = Literal["reject", "interrupt", "queue"]
 
 
 def tool_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -33,33 +48,88 @@ def tool_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 class TurnDeps:
     model_for: Callable[[str], ModelCaller]
     tools: dict[str, Tool]
-    new_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex)
+    new_id: Callable[[], str]
     max_tokens: int = 8192
+    limits_for: Callable[[str], Limits] | None = None
+    stop_hooks_for: Callable[[Session], StopHooks | None] = lambda session: None
 
 
-async def run_turn(session: Session, prompt: str, context: list[ContextItem], deps: TurnDeps,
-                   emit: Callable[[CoreEvent], None], asker: Asker,
-                   turn_id: str, max_turns: int | None = None,
-                   request_id: object = None) -> Terminal:
-    """Run `prompt` to a Terminal and commit the conversation to the session."""
+@dataclass(frozen=True)
+class TurnRequest:
+    prompt: str
+    context: list[ContextItem]
+    max_turns: int | None = None
+    token_budget: int | None = None
+    task_budget: int | None = None
+    if_busy: IfBusy = "reject"
+
+
+async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
+                     emit_for: Callable[[str], Callable[[CoreEvent], None]], asker_for,
+                     request_id: object = None) -> tuple[str, Terminal]:
+    """Run (or queue) a prompt; returns the id of the turn that answered it and its Terminal."""
+    text = user_prompt(request.prompt, request.context)
     if session.turn is not None:
-        raise SessionError("busy", f"session {session.id} is already running turn "
-                                   f"{session.turn.id}; cancel it or wait for it to end")
+        if request.if_busy == "reject":
+            raise SessionError("busy", f"session {session.id} is already running turn "
+                               f"{session.turn.id}; cancel it, or send ifBusy interrupt or queue")
+        if request.if_busy == "interrupt":
+            while session.turn is not None:
+                running = session.turn
+                running.cancel("interrupt")
+                await running.done.wait()
+        else:
+            queued = QueuedPrompt(text)
+            session.queue.append(queued)
+            while True:
+                if queued.state == "completed":
+                    return queued.answered_by
+                if session.turn is None:
+                    session.queue.remove(queued)
+                    break
+                await session.turn.done.wait()
+    turn_id = deps.new_id()
+    terminal = await _run(session, turn_id, text, request, deps, emit_for(turn_id),
+                          asker_for(turn_id), request_id)
+    return turn_id, terminal
+
+
+async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, deps: TurnDeps,
+               emit: Callable[[CoreEvent], None], asker: Asker, request_id: object) -> Terminal:
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
-    session.turn = turn
-    messages = append_user(session.messages, (TextBlock(user_prompt(prompt, context)),))
-    ctx = ToolContext(session.workspace, emit=emit, env=tool_env())
+    session.turn = turn  # claimed before any await, so two waiters can never both start
+    messages = append_user(session.messages, (TextBlock(text),))
+    taken: list[QueuedPrompt] = []
+
+    def take_queued() -> tuple[Block, ...]:
+        fresh = [q for q in session.queue if q.state == "pending"]
+        for q in fresh:
+            q.state = "started"
+        taken.extend(fresh)
+        return tuple(TextBlock(QUEUED_NOTE + q.text) for q in fresh)
+
+    model = deps.model_for(session.model)
     terminal: Terminal | None = None
     try:
         with turn.scope:
             async with anyio.create_task_group() as tg:
                 params = QueryParams(
-                    messages=messages, system=system_prompt(session.workspace, session.system_extra),
-                    model=session.model, tools=deps.tools, tool_context=ctx,
+                    messages=messages,
+                    system=system_prompt(session.workspace, session.system_extra),
+                    model=session.model, tools=deps.tools,
+                    tool_context=ToolContext(session.workspace, emit=emit, env=tool_env()),
                     policy=session.policy, asker=asker,
-                    deps=LoopDeps(deps.model_for(session.model), deps.new_id),
-                    task_group=tg, max_turns=max_turns or DEFAULT_MAX_TURNS,
-                    max_tokens=deps.max_tokens, permission_lock=session.permission_lock)
+                    deps=LoopDeps(model, compactor=ModelCompactor(model), new_id=deps.new_id,
+                                  stop_hooks=deps.stop_hooks_for(session)),
+                    task_group=tg, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
+                    max_tokens=deps.max_tokens, permission_lock=session.permission_lock,
+                    fallback_model=session.options.fallback_model,
+                    token_budget=request.token_budget or parse_budget(request.prompt),
+                    task_budget=request.task_budget,
+                    thinking_budget=session.options.thinking_budget,
+                    summary_model=session.options.summary_model,
+                    limits=deps.limits_for(session.model) if deps.limits_for else None,
+                    take_queued=take_queued, abort_reason=lambda: turn.abort_reason)
                 terminal = await drive(query(params), emit)
         if terminal is None:  # cancelled before the loop could report
             terminal = Terminal(TerminalReason.ABORTED_STREAMING,
@@ -68,5 +138,12 @@ async def run_turn(session: Session, prompt: str, context: list[ContextItem], de
         session.turns_run += 1
         return terminal
     finally:
+        completed = terminal is not None and terminal.reason is TerminalReason.COMPLETED
+        for q in taken:
+            if completed:
+                q.state, q.answered_by = "completed", (turn_id, terminal)
+                session.queue.remove(q)
+            else:
+                q.state = "pending"
         session.turn = None
         turn.done.set()

@@ -20,6 +20,11 @@ return {
     "retry",
     "usage",
     "error",
+    "modelCall",
+    "tombstone",
+    "modelFallback",
+    "compaction",
+    "toolSummary",
   },
   terminal_reasons = {
     "completed",

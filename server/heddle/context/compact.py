@@ -1,0 +1,78 @@
+"""Compaction by the model: a forked query (source "compact") summarises the history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from heddle.context.windows import estimate_tokens
+from heddle.loop.deps import CompactResult, LoopDeps
+from heddle.loop.events import Terminal, TerminalReason
+from heddle.loop.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
+from heddle.model.types import ModelCaller
+
+SUMMARY_SYSTEM = ("You write the working notes that let a coding agent continue a task after its "
+                  "conversation history is cleared. Be specific and complete; no preamble.")
+SUMMARY_REQUEST = """Summarise the conversation so far so that the work can continue without it.
+Include, under these headings:
+1. Goal: what the user asked for, in their words where it matters.
+2. Open todo items.
+3. Files: each file read or edited, and what changed.
+4. Decisions: what was decided and why.
+5. Errors and fixes.
+6. Next step: exactly what to do next.
+Answer with the summary only."""
+CONTINUATION = ("This session continues an earlier conversation that was summarised to save "
+                "space. The summary:\n\n{summary}")
+
+
+RESUME = "Continue the task from the next step in the summary."
+
+
+class CompactError(Exception):
+    """Compaction failed; the loop surfaces the original error instead."""
+
+
+@dataclass(frozen=True)
+class ModelCompactor:
+    model: ModelCaller
+    max_tokens: int = 8192
+
+    async def __call__(self, messages: tuple[Message, ...], model: str,
+                       reason: str) -> CompactResult:
+        from heddle.loop.query import QueryParams, drive, query
+        from heddle.permissions.policy import PermissionPolicy
+        from heddle.tools.base import ToolContext
+
+        before = estimate_tokens(to_api(messages))
+        request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
+        async with anyio.create_task_group() as tg:
+            params = QueryParams(
+                messages=request, system=SUMMARY_SYSTEM, model=model, tools={},
+                tool_context=ToolContext(workspace=Path.cwd()),  # no tools: nothing runs
+                policy=PermissionPolicy(mode="plan"), asker=_no_asking,
+                deps=LoopDeps(self.model), task_group=tg, source="compact", max_turns=1,
+                max_tokens=self.max_tokens)
+            terminal: Terminal = await drive(query(params), lambda ev: None)
+        if terminal.reason is not TerminalReason.COMPLETED or not terminal.text.strip():
+            detail = terminal.error.message if terminal.error else terminal.reason.value
+            raise CompactError(f"compaction failed: {detail}")
+        summary = terminal.text.strip()
+        compacted = (user_text(CONTINUATION.format(summary=summary)),)
+        prompt = _last_prompt(messages)
+        compacted = append_user(compacted, prompt.content if prompt else (TextBlock(RESUME),))
+        return CompactResult(compacted, summary, before, estimate_tokens(to_api(compacted)))
+
+
+def _last_prompt(messages: tuple[Message, ...]) -> Message | None:
+    """The user's latest own message (text only, not tool results), if it is the last one."""
+    last = messages[-1] if messages else None
+    if last and last.role == "user" and not any(isinstance(b, ToolResultBlock) for b in last.content):
+        return last
+    return None
+
+
+async def _no_asking(prompt):
+    raise RuntimeError("compaction runs no tools")

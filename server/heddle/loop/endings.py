@@ -1,0 +1,88 @@
+"""How a model call's output becomes conversation when it ends badly: cancelled, failed, cut off.
+
+Pure functions: they decide which blocks are kept and which synthetic tool results close the
+conversation, so that the next request is always protocol-valid.
+"""
+
+from __future__ import annotations
+
+from heddle.loop.events import CoreEvent, MessageFinal, Tombstone, ToolCallFinished
+from heddle.loop.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
+                                  ToolUseBlock, append_user)
+from heddle.tools.executor import ToolExecutor
+
+INTERRUPTED = "[The user interrupted the turn here.]"
+CANCELLED_RESULT = ("The user cancelled the turn before this tool call finished; "
+                    "its effect is unknown.")
+MODEL_FAILED_RESULT = ("The model's response failed while this tool call was pending; "
+                       "it did not run, or its result was discarded.")
+
+
+def sanitize(blocks: list[Block]) -> tuple[Block, ...]:
+    """Make a partial assistant message valid: no empty text, no unsigned or trailing thinking."""
+    kept = [b for b in blocks
+            if not (isinstance(b, TextBlock) and not b.text.strip())
+            and not (isinstance(b, ThinkingBlock) and not b.signature)]
+    while kept and isinstance(kept[-1], THINKING_TYPES):
+        kept.pop()
+    return tuple(kept)
+
+
+def assistant_message(blocks: list[Block]) -> Message:
+    return Message("assistant", sanitize(blocks) or (TextBlock("(no answer)"),))
+
+
+def assistant_text_only(blocks: list[Block]) -> Message | None:
+    """A cut-off response without its tool calls (they were discarded), or None if empty."""
+    kept = sanitize([b for b in blocks if not isinstance(b, ToolUseBlock)])
+    return Message("assistant", kept) if kept else None
+
+
+def tombstone(index: int, reason: str) -> Tombstone:
+    return Tombstone(index, reason)
+
+
+def discard(executor: ToolExecutor, why: str) -> list[CoreEvent]:
+    """Drop the calls of a response that is being thrown away: queued ones never run (started
+    read-only ones finish on their own and their results are ignored)."""
+    executor._queued.clear()
+    return [ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
+            for c in executor.calls if not c.started and c.result is None]
+
+
+def aborted(messages: tuple[Message, ...], blocks: list[Block], executor: ToolExecutor,
+            abort_reason: str | None) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
+    """Close the conversation after a cancel. A new prompt interrupting (`abort_reason ==
+    "interrupt"`) adds no interruption note: the new message carries the context."""
+    events = discard(executor, "cancelled")
+    content = sanitize(blocks)
+    if content:
+        assistant = Message("assistant", content)
+        messages += (assistant,)
+        events.append(MessageFinal(assistant))
+    known = {b.id for b in content if isinstance(b, ToolUseBlock)}
+    tail: tuple[Block, ...] = tuple(r for r in executor.results(CANCELLED_RESULT)
+                                    if r.tool_use_id in known)
+    if abort_reason != "interrupt":
+        tail += (TextBlock(INTERRUPTED),)
+    if tail:
+        messages = append_user(messages, tail)
+        events.append(MessageFinal(messages[-1]))
+    text = "".join(b.text for b in content if isinstance(b, TextBlock))
+    return events, messages, text
+
+
+def close_failed(messages: tuple[Message, ...], blocks: list[Block],
+                 executor: ToolExecutor) -> tuple[list[CoreEvent], tuple[Message, ...]]:
+    """Keep the completed blocks of a failed response, with a result for each tool call."""
+    events = discard(executor, "the model call failed")
+    content = sanitize(blocks)
+    if content:
+        assistant = Message("assistant", content)
+        messages += (assistant,)
+        events.append(MessageFinal(assistant))
+        results = executor.results(MODEL_FAILED_RESULT)
+        if results:
+            messages = append_user(messages, results)
+            events.append(MessageFinal(messages[-1]))
+    return events, messages

@@ -128,6 +128,29 @@ function M.retry(ev)
     (ev.delayMs or 0) / 1000, ev.attempt or 0, ev.maxAttempts or 0, err)
 end
 
+--- A `tombstone` event: what a model call showed was removed, because it is being redone.
+function M.tombstone(ev)
+  return ('↺ answering again (%s)'):format(ev.reason or 'retry')
+end
+
+--- A `modelFallback` event.
+function M.model_fallback(ev)
+  local err = type(ev.error) == 'table' and ev.error.message
+  return ('↻ switched from %s to %s%s'):format(
+    ev.fromModel or '?', ev.toModel or '?', err and (': ' .. err) or '')
+end
+
+--- A `compaction` event: older messages were summarised to make room.
+function M.compaction(ev)
+  return ('⇣ compacted the conversation: %d → %d tokens'):format(
+    ev.tokensBefore or 0, ev.tokensAfter or 0)
+end
+
+--- A `toolSummary` event: one line about a batch of tool calls.
+function M.tool_summary(ev)
+  return ('_%s_'):format(ev.summary or '')
+end
+
 --- An `error` event.
 function M.error(ev)
   return '✗ ' .. (type(ev.error) == 'table' and ev.error.message or 'unknown error')

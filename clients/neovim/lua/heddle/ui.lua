@@ -55,7 +55,10 @@ end
 
 function Transcript:_reset()
   self.buf = new_buffer(self.name)
-  self.tools = {}
+  self.tools = {} -- tool call id -> { title, status, summary, rule?, details, mark }
+  self.dropped = {} -- ids of tool calls whose lines a tombstone removed
+  self.calls = {} -- model call index -> { mark, tail, text_start, tools }
+  self.call = nil -- the model call whose output is being written
   self.tail = 'empty'
   self.text_start = 0
 end
@@ -181,9 +184,10 @@ function Transcript:end_turn(result, err)
   self:flush()
   for id, tool in pairs(self.tools) do
     if tool.status == 'running' or tool.status == 'waiting' then
-      self:_tool_update(id, { status = 'cancelled', summary = '' })
+      self:update_tool(id, { status = 'cancelled', summary = '' })
     end
   end
+  self.call = nil
   self:_block('footer', { format.footer(result, err) })
 end
 
@@ -192,11 +196,51 @@ function Transcript:note(text)
   self:_block('item', { ('- %s'):format(text) })
 end
 
+-- Model calls --------------------------------------------------------------------------------
+
+--- Remembers where the output of model call `index` starts, so a tombstone can remove it.
+function Transcript:begin_call(index)
+  self:flush()
+  self:_edit(function() end) -- recreates a wiped buffer before the mark goes in
+  local row = api.nvim_buf_line_count(self.buf) - 1
+  local col = #api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+  self.call = {
+    mark = api.nvim_buf_set_extmark(self.buf, ns, row, col, { right_gravity = false }),
+    tail = self.tail,
+    text_start = self.text_start,
+    tools = {},
+  }
+  self.calls[index] = self.call
+end
+
+--- Removes everything model call `index` wrote (it is being redone); returns false if unknown.
+function Transcript:drop_call(index)
+  self:flush()
+  local call = self.calls[index]
+  if not call then
+    return false
+  end
+  for _, id in ipairs(call.tools) do
+    self.tools[id] = nil
+    self.dropped[id] = true
+  end
+  self:_edit(function(buf)
+    local pos = api.nvim_buf_get_extmark_by_id(buf, ns, call.mark, {})
+    local last = api.nvim_buf_line_count(buf) - 1
+    local last_col = #api.nvim_buf_get_lines(buf, last, last + 1, false)[1]
+    api.nvim_buf_set_text(buf, pos[1], pos[2], last, last_col, {})
+  end)
+  self.tail, self.text_start = call.tail, call.text_start
+  self.calls[index], self.call = nil, nil
+  return true
+end
+
 -- Tool calls ---------------------------------------------------------------------------------
 
-function Transcript:_tool(id, name)
+--- The tool call `id`, with a line added for it if it has none yet; nil if it was dropped.
+function Transcript:tool(id, name)
   local tool = self.tools[id]
-  if tool then
+  if tool or self.dropped[id] then
     return tool
   end
   tool = { title = name or 'tool', status = 'running', summary = '', details = 0 }
@@ -205,6 +249,9 @@ function Transcript:_tool(id, name)
   self:_highlight(tool, row)
   -- After _block: if the buffer had been wiped, _block started a new one with no tools.
   self.tools[id] = tool
+  if self.call then
+    table.insert(self.call.tools, id)
+  end
   return tool
 end
 
@@ -222,9 +269,12 @@ function Transcript:_highlight(tool, row)
 end
 
 --- Changes fields of a tool call and rewrites its line; `details` replaces the lines below it.
-function Transcript:_tool_update(id, fields, details)
+function Transcript:update_tool(id, fields, details)
   self:flush()
-  local tool = self:_tool(id, fields.title)
+  local tool = self:tool(id, fields.title)
+  if not tool then
+    return
+  end
   for key, value in pairs(fields) do
     tool[key] = value
   end
@@ -246,59 +296,15 @@ function Transcript:permission_asked(id, title, preview)
   if not (tool and tool.previewed) then
     details = format.preview(preview)
   end
-  self:_tool_update(id, { title = title, status = 'waiting' }, details)
-  self.tools[id].previewed = self.tools[id].previewed or details ~= nil
-end
-
-local events = {}
-
-function events.textDelta(self, ev)
-  self:text(ev.text)
-end
-
-function events.toolCallStarted(self, ev)
-  self:flush()
-  self:_tool(ev.toolCallId, ev.tool)
-end
-
-function events.toolCallInput(self, ev)
-  self:_tool_update(ev.toolCallId, { title = ev.title or ev.tool })
-end
-
-function events.permissionAsked(self, ev)
-  self:permission_asked(ev.toolCallId, ev.title, ev.preview)
-end
-
-function events.permissionAnswered(self, ev)
-  local fields = { status = ev.decision == 'reject' and 'rejected' or 'running' }
-  if ev.decision == 'allowAlways' and ev.rule then
-    fields.rule = ev.rule
+  self:update_tool(id, { title = title, status = 'waiting' }, details)
+  if self.tools[id] then
+    self.tools[id].previewed = self.tools[id].previewed or details ~= nil
   end
-  self:_tool_update(ev.toolCallId, fields)
-end
-
-function events.toolCallFinished(self, ev)
-  local details = nil
-  if type(ev.diff) == 'string' and ev.diff ~= '' then
-    details = format.fenced('diff', ev.diff)
-  end
-  self:_tool_update(ev.toolCallId, { status = ev.status, summary = ev.summary or '' }, details)
-end
-
-function events.retry(self, ev)
-  self:note(format.retry(ev))
-end
-
-function events.error(self, ev)
-  self:note(format.error(ev))
 end
 
 --- Renders one `turn/event` payload.
 function Transcript:event(ev)
-  local render = events[ev.kind]
-  if render then
-    render(self, ev)
-  end
+  require('heddle.events').render(self, ev)
 end
 
 -- Window -------------------------------------------------------------------------------------

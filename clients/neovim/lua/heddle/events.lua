@@ -1,0 +1,82 @@
+--- How each `turn/event` kind shows in the transcript. Kinds this plugin does not know yet
+--- (a newer daemon) are skipped, so the output stays readable.
+local format = require('heddle.format')
+
+local M = {}
+
+local render = {}
+
+function render.textDelta(t, ev)
+  t:text(ev.text)
+end
+
+function render.modelCall(t, ev)
+  t:begin_call(ev.index)
+end
+
+function render.tombstone(t, ev)
+  if t:drop_call(ev.index) then
+    t:note(format.tombstone(ev))
+  end
+end
+
+function render.toolCallStarted(t, ev)
+  t:flush()
+  t:tool(ev.toolCallId, ev.tool)
+end
+
+function render.toolCallInput(t, ev)
+  t:update_tool(ev.toolCallId, { title = ev.title or ev.tool })
+end
+
+function render.permissionAsked(t, ev)
+  t:permission_asked(ev.toolCallId, ev.title, ev.preview)
+end
+
+function render.permissionAnswered(t, ev)
+  local fields = { status = ev.decision == 'reject' and 'rejected' or 'running' }
+  if ev.decision == 'allowAlways' and ev.rule then
+    fields.rule = ev.rule
+  end
+  t:update_tool(ev.toolCallId, fields)
+end
+
+function render.toolCallFinished(t, ev)
+  local details = nil
+  if type(ev.diff) == 'string' and ev.diff ~= '' then
+    details = format.fenced('diff', ev.diff)
+  end
+  t:update_tool(ev.toolCallId, { status = ev.status, summary = ev.summary or '' }, details)
+end
+
+function render.toolSummary(t, ev)
+  t:note(format.tool_summary(ev))
+end
+
+function render.retry(t, ev)
+  t:note(format.retry(ev))
+end
+
+function render.modelFallback(t, ev)
+  t:note(format.model_fallback(ev))
+end
+
+function render.compaction(t, ev)
+  t:note(format.compaction(ev))
+end
+
+function render.error(t, ev)
+  t:note(format.error(ev))
+end
+
+--- Shows `ev`, the `event` of a `turn/event` notification, in transcript `t`.
+--- @param t heddle.Transcript
+--- @param ev table
+function M.render(t, ev)
+  local fn = render[ev.kind]
+  if fn then
+    fn(t, ev)
+  end
+end
+
+return M

@@ -117,11 +117,14 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     assert [m["role"] for m in scripted.requests_for("chat")[2].body["messages"]] == ["user"]
 
 
-def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer,
-                                                tmp_path: Path) -> None:
+def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
+        editor, scripted: ScriptedServer, tmp_path: Path) -> None:
     scripted.add_scenario("slow", {"steps": [
         # 400 chunks 50 ms apart: 20 s unless cancelled.
         {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50},
+        # Cut off by the output limit: the daemon raises the limit and asks again.
+        {"content": [{"type": "text", "text": "A short ans"}], "stopReason": "max_tokens"},
+        {"content": [{"type": "text", "text": "A short answer."}]},
     ]})
     editor.setup(model="slow")
     editor.cmd("AgentRun write a long essay")
@@ -151,6 +154,19 @@ def test_cancel_mid_turn_ends_the_turn_promptly(editor, scripted: ScriptedServer
     assert lines[3:] == ["", "_cancelled while the model was answering_"]
     # Nothing is left to cancel.
     assert editor.lua("return require('heddle').cancel()") is False
+
+    # The next prompt continues the session. Its first answer is cut off by the output limit
+    # and written again: the cut-off text is replaced, not left above the new one.
+    editor.cmd("AgentRun shorter, please")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+    lines = editor.transcript()
+    turn = lines[lines.index("## shorter, please"):]
+    assert turn[:-1] == [
+        "## shorter, please", "",
+        "- ↺ answering again (the output limit was raised and the answer is being written again)",
+        "", "A short answer.", "",
+    ]
+    assert FOOTER.match(turn[-1])
 
     # :AgentLog moves into the output; :AgentLog! opens the daemon's log file.
     editor.cmd("AgentLog")

@@ -5,7 +5,8 @@
  *  - Ask agent from the command palette with a selection, answer the permission prompt (after
  *    looking at the diff), see the streamed markdown answer in the panel, find the edit on disk.
  *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
- *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session.
+ *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session;
+ *    after "Restart daemon" the next request runs in a new session.
  *
  * Screenshots go to .e2e/artifacts; with HEDDLE_UPDATE_SCREENSHOTS=1 the docs' screenshots
  * under docs/images are refreshed too.
@@ -162,7 +163,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     });
   });
 
-  it("cancel from the status bar, the panel and the notification ends the turn promptly", async (t) => {
+  it("cancel from the status bar, the panel and the notification ends the turn promptly; restart", async (t) => {
     const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     await withPage(t, workbench, async () => {
@@ -171,7 +172,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await workbench.statusItem("Heddle: ask the agent").waitFor();
 
       /** Wait until the nth answer is streaming, cancel with `click`, and time the end. */
-      const cancelNth = async (n: number, click: () => Promise<void>) => {
+      const cancelNth = async (n: number, how: string, click: () => Promise<void>) => {
         const streaming = panel.locator("section.assistant").nth(n - 1);
         await streaming.filter({ hasText: "Let me think" }).waitFor();
         assert.equal(await panel.locator("section.end").count(), n - 1, "the turn is still running");
@@ -182,6 +183,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
         const elapsed = Date.now() - started;
         assert.equal(await end.getAttribute("data-reason"), "cancelled");
         assert.ok(elapsed < CANCEL_MS, `cancel took ${elapsed} ms`);
+        t.diagnostic(`cancel from the ${how}: the turn ended ${elapsed} ms after the click`);
         assert.doesNotMatch(await streaming.innerText(), /on and on\.$/, "the answer was cut short");
         await workbench.statusItem("Heddle: ask the agent").waitFor();
         return elapsed;
@@ -189,24 +191,33 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
       await workbench.runCommand("Heddle: Ask agent");
       await workbench.answerInputBox("Ask Heddle", "Take your time");
-      await cancelNth(1, () => workbench.statusItem("Heddle: cancel the running turn").click());
+      await cancelNth(1, "status bar", () => workbench.statusItem("Heddle: cancel the running turn").click());
       const session = await panel.locator("#session").getAttribute("data-session-id");
       assert.ok(session, "the panel shows the session");
 
       // A follow-up from the panel continues the session; its Cancel button ends it.
       await panel.locator("#prompt").fill("And again, slowly");
       await panel.locator("#prompt").press("Enter");
-      await cancelNth(2, () => panel.locator("#cancel").click());
+      await cancelNth(2, "panel", () => panel.locator("#cancel").click());
 
       // The progress notification's Cancel button.
       await workbench.runCommand("Heddle: Ask agent");
       await workbench.answerInputBox("Ask Heddle", "Once more");
       const toast = page.locator(".notification-toast", { hasText: "Heddle" });
-      await cancelNth(3, () => toast.getByRole("button", { name: "Cancel" }).click());
+      await cancelNth(3, "notification", () => toast.getByRole("button", { name: "Cancel" }).click());
 
       assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Take your time", "And again, slowly", "Once more"]);
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session, "one session throughout");
       assert.equal(await panel.locator("section.notice").count(), 0, "no errors");
+
+      // Restarting the daemon starts over in a new session.
+      await workbench.runCommand("Heddle: Restart daemon");
+      await panel.locator("section.notice", { hasText: "The daemon was restarted" }).waitFor();
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "After the restart");
+      await cancelNth(4, "status bar", () => workbench.statusItem("Heddle: cancel the running turn").click());
+      const restarted = await panel.locator("#session").getAttribute("data-session-id");
+      assert.ok(restarted && restarted !== session, "a new session after the restart");
     });
   });
 });

@@ -8,7 +8,7 @@ here=$PWD
 repo=$(cd ../.. && pwd)
 export HEDDLE_PYTHON=${HEDDLE_PYTHON:-$repo/.venv/bin/python}
 version=$(node -p "require('./package.json').version")
-export HEDDLE_VSIX=$here/dist/heddle-$version.vsix
+export HEDDLE_VSIX=$here/dist/heddle-$version.vsix  # the name `npm run package` gives it
 
 timings=()
 step() {

@@ -167,7 +167,8 @@ export class Commands implements vscode.Disposable {
     editor.setContextKey(RUNNING_KEY, running);
     this.panel.setRunning(running);
     if (running) this.status.running(activity);
-    else this.status.idle();
+    else if (this.daemon.isRunning) this.status.idle();
+    else this.status.stopped();
   }
 
   private showStartError(error: unknown): void {

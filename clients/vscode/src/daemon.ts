@@ -48,6 +48,10 @@ export class Daemon implements Rpc, vscode.Disposable {
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
+  get isRunning(): boolean {
+    return this.client?.state === State.Running;
+  }
+
   /** The running client, starting the daemon if it is not running. */
   ready(): Promise<LanguageClient> {
     if (this.client?.state === State.Running) return Promise.resolve(this.client);

@@ -10,8 +10,8 @@ export type ToolState = "pending" | "asking" | "running" | "ok" | "error" | "rej
 
 export type Block =
   | { kind: "user"; id: string; text: string; context: string[] }
-  | { kind: "assistant"; id: string; text: string }
-  | { kind: "thinking"; id: string; text: string }
+  | { kind: "assistant"; id: string; text: string; call?: string }
+  | { kind: "thinking"; id: string; text: string; call?: string }
   | {
       kind: "tool";
       id: string;
@@ -27,7 +27,7 @@ export type Block =
       decision?: string;
     }
   | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
-  | { kind: "end"; id: string; reason: string; detail?: string };
+  | { kind: "end"; id: string; reason: string; detail?: string; usage?: string };
 
 export type Action =
   | { type: "prompt"; prompt: string; context: ContextItem[] }
@@ -43,6 +43,8 @@ export interface Transcript {
   readonly serial: number;
   /** Whether the last block streams text that the next delta continues. */
   readonly open?: "assistant" | "thinking";
+  /** The model call text belongs to (`turnId:index`), so a tombstone can take it back. */
+  readonly call?: string;
 }
 
 export const EMPTY: Transcript = { blocks: [], serial: 0 };
@@ -51,6 +53,8 @@ export interface Update {
   transcript: Transcript;
   /** Ids of blocks that were added or changed, in order. */
   changed: string[];
+  /** Ids of blocks that were removed. */
+  removed?: string[];
   /** True when every block was dropped. */
   cleared?: boolean;
 }
@@ -87,10 +91,11 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "thinkingDelta": {
       const kind = event.kind === "textDelta" ? "assistant" : "thinking";
       const last = t.blocks[t.blocks.length - 1];
-      if (t.open === kind && last && last.kind === kind) {
+      if (t.open === kind && last && last.kind === kind && last.call === t.call) {
         return replace(t, serial, { ...last, text: last.text + event.text }, kind);
       }
-      return append(t, serial, { kind, id, text: event.text }, kind);
+      const block: Extract<Block, { kind: "assistant" | "thinking" }> = t.call ? { kind, id, text: event.text, call: t.call } : { kind, id, text: event.text };
+      return append(t, serial, block, kind);
     }
     case "toolCallStarted":
       return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.tool, state: "pending" });
@@ -129,15 +134,61 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "usage":
       return { transcript: { ...t, serial }, changed: [] };
     default:
-      return unknownEvent(t, serial, event as { kind?: unknown; message?: unknown });
+      return reduceLoopEvent(t, serial, params.turnId, event as LoopEvent);
   }
 }
 
-/** Kinds added after this client was built (compaction, model fallback, ...) show as a note. */
-function unknownEvent(t: Transcript, serial: number, event: { kind?: unknown; message?: unknown }): Update {
-  const kind = String(event.kind ?? "event");
-  const text = typeof event.message === "string" ? event.message : humanize(kind);
-  return append(t, serial, { kind: "notice", id: `b${serial}`, level: "info", text });
+/** Events about the loop itself rather than the conversation's content. */
+type LoopEvent =
+  | { kind: "modelCall"; index: number; model: string }
+  | { kind: "tombstone"; index: number; reason: string }
+  | { kind: "modelFallback"; fromModel: string; toModel: string; error: { message: string } }
+  | { kind: "compaction"; layer: string; tokensBefore: number; tokensAfter: number; summary?: string }
+  | { kind: "toolSummary"; toolCallIds: string[]; summary: string }
+  | { kind: string; message?: unknown };
+
+function reduceLoopEvent(t: Transcript, serial: number, turnId: string, event: LoopEvent): Update {
+  const id = `b${serial}`;
+  switch (event.kind) {
+    case "modelCall":
+      if ("index" in event) return { transcript: { ...t, serial, open: undefined, call: `${turnId}:${event.index}` }, changed: [] };
+      break;
+    case "tombstone":
+      if ("reason" in event && "index" in event) return tombstone(t, serial, `${turnId}:${event.index}`, event.reason);
+      break;
+    case "modelFallback":
+      if ("toModel" in event) {
+        return append(t, serial, { kind: "notice", id, level: "warning", text: `${event.fromModel} failed (${event.error.message}); switched to ${event.toModel}` });
+      }
+      break;
+    case "compaction":
+      if ("tokensBefore" in event) {
+        const summary = event.summary ? `: ${event.summary}` : "";
+        return append(t, serial, {
+          kind: "notice", id, level: "info",
+          text: `Compacted the conversation (${event.layer}), ${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens${summary}`,
+        });
+      }
+      break;
+    case "toolSummary":
+      if ("toolCallIds" in event) return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
+      break;
+  }
+  // Kinds added after this client was built show as a note, never as an error.
+  const message = (event as { message?: unknown }).message;
+  return append(t, serial, { kind: "notice", id, level: "info", text: typeof message === "string" ? message : humanize(event.kind) });
+}
+
+/** Take back what a model call showed: it is being redone. */
+function tombstone(t: Transcript, serial: number, call: string, reason: string): Update {
+  const removed = t.blocks.filter((b) => (b.kind === "assistant" || b.kind === "thinking") && b.call === call).map((b) => b.id);
+  const blocks = t.blocks.filter((b) => !removed.includes(b.id));
+  const notice: Block = { kind: "notice", id: `b${serial}`, level: "info", text: `Retrying the last answer: ${reason}` };
+  return { transcript: { ...t, blocks: [...blocks, notice], serial, open: undefined }, changed: [notice.id], removed };
+}
+
+function formatTokens(n: number): string {
+  return n >= 1000 ? `${Math.round(n / 100) / 10}k` : String(n);
 }
 
 function humanize(kind: string): string {
@@ -160,7 +211,7 @@ function upsertTool(
   const current = t.blocks[index] as Extract<Block, { kind: "tool" }>;
   const blocks = t.blocks.slice();
   blocks[index] = { ...current, ...definedOnly(patch) };
-  return { transcript: { blocks, serial }, changed: [id] };
+  return { transcript: { ...t, blocks, serial, open: undefined }, changed: [id] };
 }
 
 function definedOnly<T extends object>(patch: T): Partial<T> {
@@ -168,19 +219,31 @@ function definedOnly<T extends object>(patch: T): Partial<T> {
 }
 
 function append(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
-  return { transcript: { blocks: [...t.blocks, block], serial, open }, changed: [block.id] };
+  return { transcript: { ...t, blocks: [...t.blocks, block], serial, open }, changed: [block.id] };
 }
 
 function replace(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
   const blocks = t.blocks.slice(0, -1);
   blocks.push(block);
-  return { transcript: { blocks, serial, open }, changed: [block.id] };
+  return { transcript: { ...t, blocks, serial, open }, changed: [block.id] };
 }
 
 function endBlock(id: string, result: TurnStartResult): Block {
+  const block: Block = { kind: "end", id, reason: result.reason };
   const detail = result.error?.message ??
     (result.reason === "cancelled" && result.cancelPhase ? `while ${result.cancelPhase === "tools" ? "tools ran" : "the model was answering"}` : undefined);
-  return detail === undefined ? { kind: "end", id, reason: result.reason } : { kind: "end", id, reason: result.reason, detail };
+  if (detail !== undefined) block.detail = detail;
+  const usage = describeUsage(result.usage);
+  if (usage) block.usage = usage;
+  return block;
+}
+
+/** `2 model calls · 5210 tokens in, 304 out`; empty when nothing was used. */
+export function describeUsage(usage: TurnStartResult["usage"]): string {
+  const calls = usage.modelCalls ?? 0;
+  if (!calls) return "";
+  const input = (usage.inputTokens ?? 0) + (usage.cacheReadInputTokens ?? 0) + (usage.cacheCreationInputTokens ?? 0);
+  return `${calls} model call${calls === 1 ? "" : "s"} · ${input} tokens in, ${usage.outputTokens ?? 0} out`;
 }
 
 export function describeContext(item: ContextItem): string {

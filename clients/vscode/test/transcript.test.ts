@@ -54,22 +54,46 @@ describe("transcript", () => {
     assert.deepEqual(reduce(update.transcript, event({ kind: "usage", usage: {} })).changed, []);
   });
 
-  it("shows retries, errors, the end of a turn, and event kinds it does not know", () => {
+  it("shows retries, errors, fallbacks, compaction, summaries, the end of a turn, and kinds it does not know", () => {
     const t = run([
       event({ kind: "retry", attempt: 1, maxAttempts: 3, delayMs: 1500, error: { code: "overloaded", message: "Overloaded" } }),
       event({ kind: "error", error: { code: "internal", message: "boom" } }),
-      event({ kind: "compacted", message: "Compacted the conversation: 120k → 30k tokens" }),
-      event({ kind: "modelFallback" }),
-      { type: "result", result: { turnId: "t", reason: "cancelled", usage: {}, cancelPhase: "tools" } },
+      event({ kind: "modelFallback", fromModel: "big", toModel: "small", error: { code: "overloaded", message: "Overloaded" } }),
+      event({ kind: "compaction", layer: "auto", tokensBefore: 120400, tokensAfter: 30000, summary: "" }),
+      event({ kind: "toolSummary", toolCallIds: ["c1"], summary: "Read the config" }),
+      event({ kind: "somethingNew" }),
+      event({ kind: "somethingElse", message: "Said plainly" }),
+      { type: "result", result: { turnId: "t", reason: "cancelled", usage: { modelCalls: 2, inputTokens: 100, cacheReadInputTokens: 20, outputTokens: 7 }, cancelPhase: "tools" } },
     ]);
     assert.deepEqual(t.blocks.map((b) => (b.kind === "notice" ? [b.level, b.text] : [b.kind])), [
       ["warning", "Overloaded — retrying in 1.5s (attempt 1 of 3)"],
       ["error", "boom"],
-      ["info", "Compacted the conversation: 120k → 30k tokens"],
-      ["info", "Model fallback"],
+      ["warning", "big failed (Overloaded); switched to small"],
+      ["info", "Compacted the conversation (auto), 120.4k → 30k tokens"],
+      ["info", "Read the config"],
+      ["info", "Something new"],
+      ["info", "Said plainly"],
       ["end"],
     ]);
-    assert.deepEqual(t.blocks[4], { kind: "end", id: "b5", reason: "cancelled", detail: "while tools ran" });
+    assert.deepEqual(t.blocks[7], {
+      kind: "end", id: "b8", reason: "cancelled", detail: "while tools ran", usage: "2 model calls · 120 tokens in, 7 out",
+    });
+  });
+
+  it("a tombstone takes back the text of the model call being redone", () => {
+    const t = run([
+      event({ kind: "modelCall", index: 0, model: "m" }),
+      event({ kind: "textDelta", text: "kept" }),
+      event({ kind: "toolCallStarted", toolCallId: "c1", tool: "Read" }),
+      event({ kind: "modelCall", index: 1, model: "m" }),
+      event({ kind: "thinkingDelta", text: "hmm" }),
+      event({ kind: "textDelta", text: "cut off mid-" }),
+    ]);
+    const update = reduce(t, event({ kind: "tombstone", index: 1, reason: "output limit raised" }));
+    assert.deepEqual(update.removed, [t.blocks[2].id, t.blocks[3].id]);
+    assert.deepEqual(update.transcript.blocks.map((b) => b.kind), ["assistant", "tool", "notice"]);
+    const redone = reduce(update.transcript, event({ kind: "textDelta", text: "whole answer" })).transcript;
+    assert.equal(redone.blocks.at(-1)?.kind === "assistant" && redone.blocks.at(-1)?.id !== t.blocks[3].id, true);
   });
 
   it("clear drops every block", () => {

@@ -40,6 +40,10 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       const update = reduce(transcript, message.action);
       transcript = update.transcript;
       if (update.cleared) root.replaceChildren();
+      update.removed?.forEach((id) => {
+        document.getElementById(id)?.remove();
+        dirty.delete(id);
+      });
       update.changed.forEach((id) => dirty.add(id));
       break;
     }
@@ -149,7 +153,8 @@ function render(block: Block): HTMLElement {
       break;
     case "end":
       node.dataset.reason = block.reason;
-      node.appendChild(element("div", "text", block.detail ? `${describeReason(block.reason)} — ${block.detail}` : describeReason(block.reason)));
+      node.appendChild(element("span", "text", block.detail ? `${describeReason(block.reason)} — ${block.detail}` : describeReason(block.reason)));
+      if (block.usage) node.appendChild(element("span", "usage", ` · ${block.usage}`));
       break;
   }
   return node;

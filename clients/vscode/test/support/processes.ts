@@ -121,16 +121,17 @@ export async function startDaemon(env: Record<string, string>, cwd: string): Pro
     connection.dispose();
     await killGroup(child);
   };
+  const exited = new Promise<never>((_, reject) => {
+    child.once("exit", (code, signal) => reject(new Error(`the daemon exited (${signal ?? code}) before initialize`)));
+    child.once("error", reject);
+  });
   try {
-    const result = await deadline(
-      connection.sendRequest<{ capabilities: { experimental?: { heddle?: ServerHeddleCapabilities } } }>("initialize", {
-        processId: process.pid,
-        rootUri: null,
-        capabilities: { experimental: { heddle: { permissionRequests: true } } },
-      }),
-      20000,
-      "initialize",
-    );
+    const initialize = connection.sendRequest<{ capabilities: { experimental?: { heddle?: ServerHeddleCapabilities } } }>("initialize", {
+      processId: process.pid,
+      rootUri: null,
+      capabilities: { experimental: { heddle: { permissionRequests: true } } },
+    });
+    const result = await deadline(Promise.race([initialize, exited]), 20000, "initialize");
     await connection.sendNotification("initialized", {});
     const server = result.capabilities.experimental?.heddle;
     if (!server) throw new Error("initialize returned no capabilities.experimental.heddle");

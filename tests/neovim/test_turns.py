@@ -52,6 +52,7 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
          "chunk": 3, "delayMs": 15},
         {"content": [{"type": "text", "text": "It adds two numbers."}]},
         {"content": [{"type": "text", "text": "Fresh start."}]},
+        {"fault": {"status": 400, "message": "the request is malformed"}},
     ]})
     (workspace / "calc.py").write_text(
         "import math\ndef add(a, b):\n    return a + b\n\nprint(math.pi)\n")
@@ -115,6 +116,12 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     assert editor.lua("return #vim.api.nvim_list_wins()") == 2
     assert editor.transcript()[:3] == ["## start over", "_file: calc.py_", ""]
     assert [m["role"] for m in scripted.requests_for("chat")[2].body["messages"]] == ["user"]
+
+    # 4. A turn the model fails ends with the reason and the error.
+    editor.cmd("AgentRun and now?")
+    assert editor.wait_idle()["last"]["reason"] == "modelError"
+    assert editor.transcript()[-4:] == [
+        "## and now?", "_file: calc.py_", "", "_stopped: model error: the request is malformed_"]
 
 
 def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(

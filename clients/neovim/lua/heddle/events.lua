@@ -1,5 +1,6 @@
 --- How each `turn/event` kind shows in the transcript. Kinds this plugin does not know yet
---- (a newer daemon) are skipped, so the output stays readable.
+--- (a newer daemon) are skipped, so the output stays readable. `error` is skipped too: the
+--- error ends the turn, and the turn's last line already says what it was.
 local format = require('heddle.format')
 
 local M = {}
@@ -63,10 +64,6 @@ end
 
 function render.compaction(t, ev)
   t:note(format.compaction(ev))
-end
-
-function render.error(t, ev)
-  t:note(format.error(ev))
 end
 
 --- Shows `ev`, the `event` of a `turn/event` notification, in transcript `t`.

@@ -151,9 +151,4 @@ function M.tool_summary(ev)
   return ('_%s_'):format(ev.summary or '')
 end
 
---- An `error` event.
-function M.error(ev)
-  return '✗ ' .. (type(ev.error) == 'table' and ev.error.message or 'unknown error')
-end
-
 return M

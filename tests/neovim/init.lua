@@ -33,6 +33,7 @@ vim.ui.select = function(items, opts, on_choice)
     kind = opts.kind,
     items = shown,
     transcript = transcript(),
+    state = require('heddle').status().state,
   })
   local answer = table.remove(T.select_answers, 1)
   for _, item in ipairs(items) do

@@ -43,6 +43,7 @@ def test_edits_are_allowed_or_rejected_through_the_picker(
     assert (workspace / "app.py").read_text() == "x = 2\n"
     allowed, rejected = editor.harness("selects")
     assert allowed["kind"] == "heddle.permission"
+    assert allowed["state"] == rejected["state"] == "waiting"
     assert allowed["prompt"] == "Heddle: Edit app.py"
     assert allowed["items"] == ["Allow once", "Always allow Edit(app.py)", "Reject"]
     # When each picker opened, the transcript already showed the change in question.

@@ -59,6 +59,9 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     editor.setup(model="chat")
     # plugin/heddle.lua only defines commands; the rest loads on first use.
     assert editor.lua("return package.loaded['heddle.session'] == nil") is True
+    editor.lua("""vim.api.nvim_create_autocmd('User', { pattern = 'HeddleTurnDone',
+        callback = function(ev) table.insert(T.done, (ev.data.result or {}).reason or 'error') end })
+        T.done = {}""")
 
     # 1. A turn streams into a markdown split; text shows while the turn still runs.
     editor.cmd("AgentRun say hello")
@@ -122,6 +125,7 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     assert editor.wait_idle()["last"]["reason"] == "modelError"
     assert editor.transcript()[-4:] == [
         "## and now?", "_file: calc.py_", "", "_stopped: model error: the request is malformed_"]
+    assert editor.harness("done") == ["completed", "completed", "completed", "modelError"]
 
 
 def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(

@@ -192,14 +192,6 @@ function M.notify(method, params)
   return client ~= nil and invoke(client, 'notify', method, params) or false
 end
 
---- Stops the daemon (it is started again on next use).
-function M.stop()
-  local client = M.get()
-  if client then
-    invoke(client, 'stop')
-  end
-end
-
 --- What `:checkhealth heddle` reports about the connection.
 function M.info()
   local client = M.get()

@@ -1,0 +1,210 @@
+"""The loop's mechanisms through the daemon: transitions, the recovery ladder and its bounds,
+fallback, budgets, limits, interrupting and queued prompts, thinking, tool summaries."""
+
+from __future__ import annotations
+
+import asyncio
+
+from e2e import lsp
+from e2e.test_turns import new_session
+
+READ = {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+DONE = {"content": [{"type": "text", "text": "Done."}]}
+
+
+async def turn(client, sid, prompt="go", **extra):
+    return await client.call("turn/start", {"sessionId": sid, "prompt": prompt, **extra}, timeout=40)
+
+
+async def test_tool_rounds_record_next_turn_transitions(client, scripted, workspace):
+    scripted.add_scenario("s", {"steps": [READ, READ, DONE]})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    assert result["transitions"] == ["next_turn", "next_turn"]
+    calls = client.turn_events("modelCall")
+    assert [c["index"] for c in calls] == [0, 1, 2]
+
+
+async def test_output_limit_escalation_then_three_nudges_then_stop(client, scripted, workspace):
+    cut = {"content": [{"type": "text", "text": "partial answer"}], "stopReason": "max_tokens"}
+    scripted.add_scenario("s", {"steps": [cut], "repeat": True})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    # 1 call + 1 escalated retry + 3 continuation nudges: bounded even if the model never stops
+    assert len(scripted.requests_for("s")) == 5
+    assert result["transitions"] == ["max_output_tokens_escalate"] + ["max_output_tokens_recovery"] * 3
+    assert result["reason"] == "completed"
+    assert result["error"]["code"] == "maxOutputTokens"
+    requests = [r.body for r in scripted.requests_for("s")]
+    assert [r["max_tokens"] for r in requests] == [8192, 64000, 64000, 64000, 64000]
+    assert requests[2]["messages"][-1]["content"][-1]["text"].startswith("Output token limit hit")
+    assert client.turn_events("tombstone")[0]["index"] == 0
+    assert len(client.turn_events("error")) == 1  # withheld until recovery ran out
+
+
+async def test_raising_the_output_limit_is_enough(client, scripted, workspace):
+    long_text = "word " * 8000  # about 10,000 tokens: more than 8,192
+    scripted.add_scenario("s", {"steps": [{"content": [{"type": "text", "text": long_text}]}],
+                                "repeat": True})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed" and "error" not in result
+    assert result["transitions"] == ["max_output_tokens_escalate"]
+    assert result["text"] == long_text
+
+
+async def test_fallback_model_takes_over_and_strips_thinking(client, scripted, workspace):
+    thinking_read = {"content": [{"type": "thinking", "thinking": "look first", "signature": "s1"},
+                                 {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+    scripted.add_scenario("primary", {"steps": [
+        thinking_read, {"fault": {"status": 529, "retryAfter": 0.01, "times": 10}}]})
+    scripted.add_scenario("backup", {"steps": [DONE]})
+    sid = await new_session(client, workspace, "primary", fallbackModel="backup")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed" and result["text"] == "Done."
+    (fallback,) = client.turn_events("modelFallback")
+    assert (fallback["fromModel"], fallback["toModel"]) == ("primary", "backup")
+    assert fallback["error"]["code"] == "overloaded"
+    assert [c["model"] for c in client.turn_events("modelCall")] == ["primary", "primary", "backup"]
+    assert client.turn_events("tombstone")[0]["index"] == 1
+    sent = scripted.requests_for("backup")[0].body["messages"]
+    assert all(b["type"] != "thinking" for m in sent for b in m["content"])
+    assert sent[1]["content"][0]["type"] == "tool_use"  # history kept, from the break point
+
+
+async def test_fallback_mid_stream_discards_the_partial_response(client, scripted, workspace):
+    broken = {"content": [{"type": "text", "text": "Let me check. "},
+                          {"type": "tool_use", "name": "Bash", "input": {"command": "touch x"}},
+                          {"type": "text", "text": "more text that never arrives"}],
+              "chunk": 4, "fault": {"errorEvent": "overloaded_error", "afterEvents": 20}}
+    scripted.add_scenario("primary", {"steps": [broken]})
+    scripted.add_scenario("backup", {"steps": [DONE]})
+    sid = await new_session(client, workspace, "primary", fallbackModel="backup")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    assert not (workspace / "x").exists()  # the unsafe call of the failed attempt never ran
+    finished = client.turn_events("toolCallFinished")
+    assert [f["status"] for f in finished] == ["cancelled"]
+    sent = scripted.requests_for("backup")[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user"]
+
+
+async def test_token_budget_continues_to_ninety_percent(client, scripted, workspace):
+    chunk = {"content": [{"type": "text", "text": "x" * 2400}]}  # 600 output tokens each
+    scripted.add_scenario("s", {"steps": [chunk], "repeat": True})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid, prompt="refactor everything +2k")
+    assert result["reason"] == "completed"
+    assert result["transitions"] == ["token_budget_continuation"] * 2
+    assert len(scripted.requests_for("s")) == 3
+    nudge = scripted.requests_for("s")[1].body["messages"][-1]["content"][-1]["text"]
+    assert "600 of the 2,000-token budget" in nudge
+    assert client.turn_events("usage")[-1]["tokenBudget"] == 2000
+
+
+async def test_token_budget_stops_on_diminishing_returns(client, scripted, workspace):
+    scripted.add_scenario("s", {"steps": [{"content": [{"type": "text", "text": "ok"}]}],
+                                "repeat": True})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid, tokenBudget=100_000)
+    assert len(scripted.requests_for("s")) == 4
+    assert result["transitions"] == ["token_budget_continuation"] * 3
+
+
+async def test_task_budget_and_blocking_limit(client, scripted, workspace, daemon_env,
+                                              daemon_command):
+    scripted.add_scenario("s", {"steps": [READ], "repeat": True})
+    sid = await new_session(client, workspace, "s")
+    spent = await turn(client, sid, taskBudget=50)
+    assert spent["reason"] == "tokenBudget" and len(scripted.requests_for("s")) == 1
+
+    small = await lsp.start(dict(daemon_env, HEDDLE_CONTEXT_WINDOW="25000"), daemon_command)
+    try:
+        sid2 = await new_session(small, workspace, "s")
+        blocked = await small.call("turn/start", {"sessionId": sid2, "prompt": "y" * 12_000})
+    finally:
+        await lsp.stop(small)
+    assert blocked["reason"] == "blockingLimit"
+    assert "too close to the context window" in blocked["error"]["message"]
+    assert len(scripted.requests_for("s")) == 1  # nothing over the limit was sent
+
+
+async def test_interrupting_prompt_replaces_the_turn_without_a_note(client, scripted, workspace):
+    slow = {"content": [{"type": "text", "text": "word " * 300}], "chunk": 5, "delayMs": 10}
+    scripted.add_scenario("s", {"steps": [slow, DONE]})
+    sid = await new_session(client, workspace, "s")
+    first = asyncio.ensure_future(turn(client, sid, prompt="first"))
+    await client.wait_for_event("textDelta")
+    second = await turn(client, sid, prompt="actually, do this", ifBusy="interrupt")
+    first = await asyncio.wait_for(first, 10)
+    assert first["reason"] == "cancelled" and second["reason"] == "completed"
+    sent = scripted.requests_for("s")[1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"][0]["text"].startswith("word")
+    assert [b["text"] for b in sent[2]["content"]] == ["actually, do this"]
+
+
+async def test_queued_prompt_joins_the_running_turn(daemon_env, daemon_command, scripted,
+                                                     workspace):
+    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 1"}}]}
+    scripted.add_scenario("s", {"steps": [bash, DONE]})
+    c = await lsp.start(daemon_env, daemon_command)
+    try:
+        sid = await new_session(c, workspace, "s", permissionMode="bypassPermissions")
+        first = asyncio.ensure_future(turn(c, sid, prompt="first"))
+        await c.wait_for_event("toolCallInput")
+        second = await turn(c, sid, prompt="and also this", ifBusy="queue")
+        first = await asyncio.wait_for(first, 10)
+    finally:
+        await lsp.stop(c)
+    assert first["reason"] == second["reason"] == "completed"
+    assert second["turnId"] == first["turnId"]  # answered by the turn that took it in
+    last = scripted.requests_for("s")[1].body["messages"][-1]["content"]
+    assert last[0]["type"] == "tool_result"
+    assert last[1]["text"].endswith("and also this")
+
+
+async def test_queued_prompt_of_a_cancelled_turn_runs_on_its_own(client, scripted, workspace):
+    slow = {"content": [{"type": "text", "text": "word " * 300}], "chunk": 5, "delayMs": 10}
+    scripted.add_scenario("s", {"steps": [slow, DONE]})
+    sid = await new_session(client, workspace, "s")
+    first = asyncio.ensure_future(turn(client, sid, prompt="first"))
+    await client.wait_for_event("textDelta")
+    second = asyncio.ensure_future(turn(client, sid, prompt="queued", ifBusy="queue"))
+    await asyncio.sleep(0.1)  # let the queued request reach the daemon before the cancel
+    client.protocol.notify("turn/cancel", {"sessionId": sid})
+    first, second = await asyncio.wait_for(asyncio.gather(first, second), 15)
+    assert first["reason"] == "cancelled" and second["reason"] == "completed"
+    assert second["turnId"] != first["turnId"]
+    assert scripted.requests_for("s")[1].body["messages"][-1]["content"][-1]["text"] == "queued"
+
+
+async def test_thinking_streams_and_stays_in_the_trajectory(client, scripted, workspace):
+    think = {"content": [{"type": "thinking", "thinking": "Reading first.", "signature": "sig"},
+                         {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+    scripted.add_scenario("s", {"steps": [think, DONE]})
+    sid = await new_session(client, workspace, "s", thinkingBudget=2048)
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    assert "".join(e["text"] for e in client.turn_events("thinkingDelta")) == "Reading first."
+    second = scripted.requests_for("s")[1].body
+    assert second["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert second["messages"][1]["content"][0] == {"type": "thinking", "thinking": "Reading first.",
+                                                   "signature": "sig"}
+
+
+async def test_tool_batches_get_one_line_summaries(client, scripted, workspace):
+    # the summary arrives while the next call streams (slowly here); it never delays the loop
+    slow_done = {"content": [{"type": "text", "text": "All done here."}], "chunk": 1, "delayMs": 60}
+    scripted.add_scenario("s", {"steps": [READ, slow_done]})
+    scripted.add_scenario("cheap", {"steps": [{"content": [{"type": "text",
+                                                            "text": "Read app.py"}]}]})
+    sid = await new_session(client, workspace, "s", summaryModel="cheap")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    summary = await client.wait_for_event("toolSummary")
+    assert summary["summary"] == "Read app.py"
+    assert len(summary["toolCallIds"]) == 1
+    asked = scripted.requests_for("cheap")[0].body
+    assert asked["max_tokens"] == 64 and "Read" in asked["messages"][0]["content"][0]["text"]

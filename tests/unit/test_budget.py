@@ -13,7 +13,7 @@ def test_parse_budget():
 def test_continue_under_ninety_percent_with_a_nudge():
     d = check_token_budget(BudgetTracker(), 10_000, 4_000, is_subagent=False)
     assert d.proceed and d.tracker == BudgetTracker(1, 4_000, 4_000)
-    assert "4,000 of the 10,000-token budget (40%)" in d.nudge and "6,000 tokens remain" in d.nudge
+    assert "4,000 of the 10,000-token budget for this task (40%)" in d.nudge and "6,000 tokens remain" in d.nudge
     assert not check_token_budget(BudgetTracker(), 10_000, 9_000, is_subagent=False).proceed
 
 

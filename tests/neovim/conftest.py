@@ -175,5 +175,5 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
         except Exception:  # pynvim reports the child's exit as an error on this last request
             pass
         nvim.close()
-        survivors = _reap([editor.pid, *spawned], time.monotonic() + 5)
+        survivors = _reap([editor.pid, *spawned], time.monotonic() + 10)
         assert survivors == [], f"processes left running: {survivors}"

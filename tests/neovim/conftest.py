@@ -159,7 +159,10 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
     start = Path(env["XDG_DATA_HOME"]) / "nvim" / "site" / "pack" / "heddle" / "start"
     start.mkdir(parents=True)
     (start / "heddle").symlink_to(PLUGIN, target_is_directory=True)
-    argv = ["env", *(f"{k}={v}" for k, v in env.items()),
+    # Settings of the developer's own editor and daemon stay out of the test.
+    unset = [name for name in os.environ
+             if name.startswith("HEDDLE_") or name in ("NVIM_APPNAME", "NVIM", "VIMINIT")]
+    argv = ["env", *(f"--unset={name}" for name in unset), *(f"{k}={v}" for k, v in env.items()),
             nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(INIT)]
     nvim = pynvim.attach("child", argv=argv)
     editor = Editor(nvim, cmd=[sys.executable, "-m", "heddle", "serve"], workspace=str(workspace))

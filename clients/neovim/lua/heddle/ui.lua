@@ -187,7 +187,8 @@ function Transcript:end_turn(result, err)
       self:update_tool(id, { status = 'cancelled', summary = '' })
     end
   end
-  self.call = nil
+  -- Model call indices start again at 0 in the next turn.
+  self.call, self.calls = nil, {}
   self:_block('footer', { format.footer(result, err) })
 end
 

@@ -11,6 +11,9 @@ here=$PWD
 cache=$here/.e2e
 logs=$cache/logs
 mkdir -p "$logs"
+# One setup at a time in this checkout: a second run waits, then finds everything done.
+exec 9>"$cache/setup.lock"
+flock -w 900 9 || { echo "[vscode setup] another setup still holds $cache/setup.lock" >&2; exit 1; }
 
 say() { printf '[vscode setup] %s\n' "$*"; }
 

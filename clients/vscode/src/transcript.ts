@@ -133,50 +133,30 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "turnStarted":
     case "usage":
       return { transcript: { ...t, serial }, changed: [] };
-    default:
-      return reduceLoopEvent(t, serial, params.turnId, event as LoopEvent);
-  }
-}
-
-/** Events about the loop itself rather than the conversation's content. */
-type LoopEvent =
-  | { kind: "modelCall"; index: number; model: string }
-  | { kind: "tombstone"; index: number; reason: string }
-  | { kind: "modelFallback"; fromModel: string; toModel: string; error: { message: string } }
-  | { kind: "compaction"; layer: string; tokensBefore: number; tokensAfter: number; summary?: string }
-  | { kind: "toolSummary"; toolCallIds: string[]; summary: string }
-  | { kind: string; message?: unknown };
-
-function reduceLoopEvent(t: Transcript, serial: number, turnId: string, event: LoopEvent): Update {
-  const id = `b${serial}`;
-  switch (event.kind) {
     case "modelCall":
-      if ("index" in event) return { transcript: { ...t, serial, open: undefined, call: `${turnId}:${event.index}` }, changed: [] };
-      break;
+      return { transcript: { ...t, serial, open: undefined, call: `${params.turnId}:${event.index}` }, changed: [] };
     case "tombstone":
-      if ("reason" in event && "index" in event) return tombstone(t, serial, `${turnId}:${event.index}`, event.reason);
-      break;
+      return tombstone(t, serial, `${params.turnId}:${event.index}`, event.reason);
     case "modelFallback":
-      if ("toModel" in event) {
-        return append(t, serial, { kind: "notice", id, level: "warning", text: `${event.fromModel} failed (${event.error.message}); switched to ${event.toModel}` });
-      }
-      break;
+      return append(t, serial, {
+        kind: "notice", id, level: "warning",
+        text: `${event.fromModel} failed (${event.error.message}); switched to ${event.toModel}`,
+      });
     case "compaction":
-      if ("tokensBefore" in event) {
-        const summary = event.summary ? `: ${event.summary}` : "";
-        return append(t, serial, {
-          kind: "notice", id, level: "info",
-          text: `Compacted the conversation (${event.layer}), ${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens${summary}`,
-        });
-      }
-      break;
+      return append(t, serial, {
+        kind: "notice", id, level: "info",
+        text: `Compacted the conversation (${event.layer}), ${formatTokens(event.tokensBefore)} → ` +
+          `${formatTokens(event.tokensAfter)} tokens${event.summary ? `: ${event.summary}` : ""}`,
+      });
     case "toolSummary":
-      if ("toolCallIds" in event) return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
-      break;
+      return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
+    default: {
+      // Kinds added after this client was built show as a note, never as an error.
+      const unknown = event as { kind: string; message?: unknown };
+      const text = typeof unknown.message === "string" ? unknown.message : humanize(unknown.kind);
+      return append(t, serial, { kind: "notice", id, level: "info", text });
+    }
   }
-  // Kinds added after this client was built show as a note, never as an error.
-  const message = (event as { message?: unknown }).message;
-  return append(t, serial, { kind: "notice", id, level: "info", text: typeof message === "string" ? message : humanize(event.kind) });
 }
 
 /** Take back what a model call showed: it is being redone. */

@@ -67,7 +67,7 @@ def aborted(messages: tuple[Message, ...], blocks: list[Block], executor: ToolEx
         tail += (TextBlock(INTERRUPTED),)
     if tail:
         messages = append_user(messages, tail)
-        events.append(MessageFinal(messages[-1]))
+        events.append(MessageFinal(Message("user", tail)))
     text = "".join(b.text for b in content if isinstance(b, TextBlock))
     return events, messages, text
 
@@ -84,5 +84,5 @@ def close_failed(messages: tuple[Message, ...], blocks: list[Block],
         results = executor.results(MODEL_FAILED_RESULT)
         if results:
             messages = append_user(messages, results)
-            events.append(MessageFinal(messages[-1]))
+            events.append(MessageFinal(Message("user", results)))
     return events, messages

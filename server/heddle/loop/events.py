@@ -129,6 +129,8 @@ class Compaction(msgspec.Struct, frozen=True):
     tokens_before: int
     tokens_after: int
     summary: str = ""
+    messages: tuple[Message, ...] = ()
+    """The conversation that replaces the history (for transcripts; not sent to clients)."""
 
 
 class ToolSummary(msgspec.Struct, frozen=True):
@@ -141,7 +143,8 @@ class ErrorReport(msgspec.Struct, frozen=True):
 
 
 class MessageFinal(msgspec.Struct, frozen=True):
-    """A message became part of the conversation (for transcripts); not sent to clients."""
+    """Content became part of the conversation (for transcripts); not sent to clients. A user
+    message is appended with `append_user` semantics: it merges into a trailing user message."""
 
     message: Message
 

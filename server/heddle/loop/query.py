@@ -25,7 +25,8 @@ from heddle.loop.budget import check_token_budget
 from heddle.loop.deps import LoopDeps
 from heddle.loop.events import (Compaction, CoreEvent, ErrorInfo, ErrorReport, MessageFinal,
                                 Terminal, TerminalReason, Usage, UsageReport)
-from heddle.loop.messages import Block, Message, TextBlock, append_user, to_api, text_of
+from heddle.loop.messages import (Block, Message, TextBlock, append_user, text_of, to_api,
+                                  user_text)
 from heddle.loop.model_call import CallOutcome, call_model
 from heddle.loop.state import ContinueReason, LoopState, Transition, next_turn
 from heddle.loop.summaries import Background, summarize_tools
@@ -226,10 +227,13 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
             if state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
                 if kept:
                     yield MessageFinal(kept)
+                yield MessageFinal(user_text(OUTPUT_LIMIT_NUDGE))
                 state = rebuilt(state, ContinueReason.MAX_OUTPUT_TOKENS_RECOVERY,
                                 messages=append_user(messages, (TextBlock(OUTPUT_LIMIT_NUDGE),)),
                                 max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1)
                 continue
+            if kept:
+                yield MessageFinal(kept)
             for ev in end(TerminalReason.COMPLETED, messages, text_of(kept) if kept else "",
                           ErrorInfo("maxOutputTokens", "the answer was cut off by the output "
                                     "token limit, even after asking the model to continue")):
@@ -252,6 +256,7 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
                     return
                 if hooks.blocking:
                     note = "Stop hook feedback:\n" + "\n".join(f"- {b}" for b in hooks.blocking)
+                    yield MessageFinal(user_text(note))
                     state = rebuilt(state, ContinueReason.STOP_HOOK_BLOCKING,
                                     messages=append_user(messages, (TextBlock(note),)),
                                     stop_hook_active=True, turn_count=state.turn_count + 1)
@@ -259,6 +264,7 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
             decision = check_token_budget(state.budget, config.token_budget, usage.output_tokens,
                                           config.is_subagent)
             if decision.proceed:
+                yield MessageFinal(user_text(decision.nudge))
                 state = rebuilt(state, ContinueReason.TOKEN_BUDGET_CONTINUATION,
                                 messages=append_user(messages, (TextBlock(decision.nudge),)),
                                 budget=decision.tracker, turn_count=state.turn_count + 1)
@@ -301,7 +307,7 @@ async def _compact(p: QueryParams, state: LoopState, layer: str
         log.warning("%s compaction failed: %s", layer, exc)
         return None
     return result.messages, Compaction(layer, result.tokens_before, result.tokens_after,
-                                       result.summary)
+                                       result.summary, result.messages)
 
 
 async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None]) -> Terminal:

@@ -62,7 +62,7 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
         case core.ModelFallback(from_model, to_model, err):
             return wev.ModelFallbackEvent(from_model=from_model, to_model=to_model,
                                           error=error_info(err))
-        case core.Compaction(layer, before, after, summary):
+        case core.Compaction(layer, before, after, summary, _):
             return wev.CompactionEvent(layer=layer, tokens_before=before, tokens_after=after,
                                        summary=summary)
         case core.ToolSummary(ids, summary):

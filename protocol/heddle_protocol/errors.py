@@ -26,3 +26,5 @@ class ErrorCode(enum.IntEnum):
     """The session already runs a turn and the request asked not to wait."""
     INVALID_WORKSPACE = -32012
     """The workspace folder is not an absolute path to an existing directory."""
+    TRANSCRIPT_UNREADABLE = -32013
+    """The session's transcript cannot be loaded (e.g. written by a newer Heddle)."""

@@ -6,7 +6,8 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle_protocol.types import ErrorInfo, PermissionDecision, Preview, Usage, Wire
+from heddle_protocol.types import (CancelPhase, ErrorInfo, PermissionDecision, Preview,
+                                   TerminalReason, Usage, Wire)
 
 
 class Ev(Wire, tag_field="kind"):
@@ -90,6 +91,15 @@ class UsageEvent(Ev, tag="usage"):
     """The turn's token budget, if one was asked for; progress is `usage.outputTokens`."""
 
 
+class TurnEndedEvent(Ev, tag="turnEnded"):
+    """Always the last event of a turn; the same facts as the `turn/start` result."""
+
+    reason: TerminalReason
+    usage: Usage
+    cancel_phase: CancelPhase | None = None
+    error: ErrorInfo | None = None
+
+
 class ModelCallEvent(Ev, tag="modelCall"):
     """A model call began. Text, thinking and tool calls that follow belong to it."""
 
@@ -133,7 +143,7 @@ class ErrorEvent(Ev, tag="error"):
 Event = Union[
     TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
-    RetryEvent, UsageEvent, ErrorEvent, ModelCallEvent, TombstoneEvent, ModelFallbackEvent,
+    RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent, ModelFallbackEvent,
     CompactionEvent, ToolSummaryEvent,
 ]
 

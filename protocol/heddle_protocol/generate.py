@@ -14,6 +14,7 @@ from typing import get_args
 import msgspec
 
 from heddle_protocol import types as t
+from heddle_protocol.errors import ErrorCode
 from heddle_protocol.events import EVENT_TYPES, event_kind
 from heddle_protocol.methods import METHODS
 
@@ -74,6 +75,8 @@ def typescript() -> str:
            f"export const PROTOCOL_VERSION = {t.PROTOCOL_VERSION};", "",
            "export const Methods = {"]
     out += [f"  {_const_name(m.name)}: {json.dumps(m.name)}," for m in METHODS]
+    out += ["} as const;", "", "export const ErrorCodes = {"]
+    out += [f"  {_const_name(e.name.lower())}: {e.value}," for e in ErrorCode]
     out += ["} as const;", "",
             f"export const EVENT_KINDS = {json.dumps([event_kind(c) for c in EVENT_TYPES])} as const;",
             f"export const TERMINAL_REASONS = {json.dumps(list(get_args(t.TerminalReason)))} as const;",
@@ -97,6 +100,8 @@ def lua() -> str:
     lines += [f"    {m.name.replace('/', '_').upper()} = {json.dumps(m.name)}," for m in METHODS]
     lines += ["  },", "  event_kinds = {"]
     lines += [f"    {json.dumps(event_kind(c))}," for c in EVENT_TYPES]
+    lines += ["  },", "  errors = {"]
+    lines += [f"    {e.name} = {e.value}," for e in ErrorCode]
     lines += ["  },", "  terminal_reasons = {"]
     lines += [f"    {json.dumps(r)}," for r in get_args(t.TerminalReason)]
     lines += ["  },", "}"]

@@ -82,6 +82,47 @@ class SessionNewResult(Wire):
     permission_mode: PermissionMode
 
 
+class SessionListParams(Wire):
+    workspace: str | None = None
+    """Only sessions of this workspace folder. Omitted: all."""
+
+
+class SessionInfo(Wire):
+    session_id: str
+    title: str
+    """The first prompt, shortened. Empty until the first turn."""
+    workspace: str
+    model: str
+    created_at: str
+    """ISO 8601, UTC."""
+    updated_at: str
+    turns: int
+    live: bool
+    """Loaded in this daemon now."""
+    last_reason: TerminalReason | None = None
+    """How the last turn ended. Omitted: no turn ended (none ran, or Heddle stopped during it)."""
+
+
+class SessionListResult(Wire):
+    sessions: list[SessionInfo]
+    """Newest first."""
+
+
+class SessionLoadParams(Wire):
+    session_id: str
+
+
+class SessionLoadResult(Wire):
+    session_id: str
+    workspace: str
+    model: str
+    permission_mode: PermissionMode
+    turns: int
+    title: str
+    warnings: list[str] = []
+    """What was repaired or skipped (a truncated last line, tool calls cut off by a crash)."""
+
+
 # --- turns ------------------------------------------------------------------------------------
 
 class LineRange(Wire):

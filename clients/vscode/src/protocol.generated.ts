@@ -5,13 +5,29 @@ export const PROTOCOL_VERSION = 0;
 
 export const Methods = {
   SessionNew: "session/new",
+  SessionList: "session/list",
+  SessionLoad: "session/load",
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
   PermissionRequest: "permission/request",
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary"] as const;
+export const ErrorCodes = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  ServerNotInitialized: -32002,
+  RequestCancelled: -32800,
+  SessionNotFound: -32010,
+  SessionBusy: -32011,
+  InvalidWorkspace: -32012,
+  TranscriptUnreadable: -32013,
+} as const;
+
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary"] as const;
 export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
 
 export interface ClientHeddleCapabilities {
@@ -112,6 +128,35 @@ export interface ServerHeddleCapabilities {
   eventKinds: Array<string>;
   tools: Array<string>;
 }
+export interface SessionInfo {
+  sessionId: string;
+  title: string;
+  workspace: string;
+  model: string;
+  createdAt: string;
+  updatedAt: string;
+  turns: number;
+  live: boolean;
+  lastReason?: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget" | null;
+}
+export interface SessionListParams {
+  workspace?: string | null;
+}
+export interface SessionListResult {
+  sessions: Array<SessionInfo>;
+}
+export interface SessionLoadParams {
+  sessionId: string;
+}
+export interface SessionLoadResult {
+  sessionId: string;
+  workspace: string;
+  model: string;
+  permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
+  turns: number;
+  title: string;
+  warnings?: Array<string>;
+}
 export interface SessionNewParams {
   workspace: string;
   model?: string | null;
@@ -169,11 +214,18 @@ export interface TurnCancelParams {
   sessionId: string;
   turnId?: string | null;
 }
+export interface TurnEndedEvent {
+  kind: "turnEnded";
+  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
+  usage: Usage;
+  cancelPhase?: "streaming" | "tools" | null;
+  error?: ErrorInfo | null;
+}
 export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -212,4 +264,4 @@ export interface UsageEvent {
   contextWindow?: number;
   tokenBudget?: number | null;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;

@@ -149,6 +149,14 @@ class MessageFinal(msgspec.Struct, frozen=True):
     message: Message
 
 
+class TurnEnded(msgspec.Struct, frozen=True):
+    """Sent last for each turn, with the facts of its Terminal (the driver sends it)."""
+
+    reason: "TerminalReason"
+    usage: Usage
+    error: ErrorInfo | None = None
+
+
 class TerminalReason(enum.Enum):
     """Why `query()` stopped. Ten reasons, as in the loop design."""
 
@@ -179,5 +187,5 @@ class Terminal(msgspec.Struct, frozen=True):
 CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
-    ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary,
+    ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
 ]

@@ -65,6 +65,10 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
         case core.Compaction(layer, before, after, summary, _):
             return wev.CompactionEvent(layer=layer, tokens_before=before, tokens_after=after,
                                        summary=summary)
+        case core.TurnEnded(reason, u, err):
+            wire_reason, phase = _REASONS[reason]
+            return wev.TurnEndedEvent(reason=wire_reason, usage=usage(u), cancel_phase=phase,
+                                      error=error_info(err))
         case core.ToolSummary(ids, summary):
             return wev.ToolSummaryEvent(tool_call_ids=list(ids), summary=summary)
         case core.ErrorReport(err):
@@ -107,3 +111,17 @@ def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wir
             wire.PermissionOption(decision="allowAlways", label=f"Always allow {p.rule}", rule=p.rule),
             wire.PermissionOption(decision="reject", label="Reject"),
         ])
+
+
+def _iso(epoch: float) -> str:
+    import datetime
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def session_info(i) -> wire.SessionInfo:
+    reason = None
+    if i.last_reason is not None:
+        reason = _REASONS.get(core.TerminalReason(i.last_reason), (None, None))[0]
+    return wire.SessionInfo(session_id=i.id, title=i.title, workspace=i.workspace, model=i.model,
+                            created_at=_iso(i.created_at), updated_at=_iso(i.updated_at),
+                            turns=i.turns, live=i.live, last_reason=reason)

@@ -12,6 +12,8 @@ from pygls.exceptions import JsonRpcException
 
 import heddle_protocol as wire
 from heddle_protocol import ErrorCode, Kind, method
+from heddle_protocol.events import TurnEventParams
+from heddle.loop.events import TurnEnded
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
 from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
-                  "workspace": ErrorCode.INVALID_WORKSPACE}
+                  "workspace": ErrorCode.INVALID_WORKSPACE,
+                  "transcript": ErrorCode.TRANSCRIPT_UNREADABLE}
 
 
 def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]]):
@@ -81,9 +84,13 @@ def register(server: HeddleServer) -> None:
         session = server.sessions.get(p.session_id)
         emitters: list[TurnEmitter] = []
 
+        def send(params: TurnEventParams) -> None:
+            if session.transcript is not None:
+                session.transcript.event(params.turn_id, params.event)
+            server.protocol.notify_struct("turn/event", params)
+
         def emit_for(turn_id: str) -> TurnEmitter:
-            emitter = TurnEmitter(session.id, turn_id,
-                                  lambda ev: server.protocol.notify_struct("turn/event", ev))
+            emitter = TurnEmitter(session.id, turn_id, send)
             emitter.started(p.prompt, session.model)
             emitters.append(emitter)
             return emitter
@@ -94,9 +101,28 @@ def register(server: HeddleServer) -> None:
             session, request, server.turn_deps, emit_for,
             lambda turn_id: _asker(server, session, turn_id), request_id=server.protocol.msg_id)
         for emitter in emitters:
+            if emitter.turn_id == turn_id:
+                emitter(TurnEnded(terminal.reason, terminal.usage, terminal.error))
             emitter.flush()
         log.info("turn %s ended: %s", turn_id, terminal.reason.value)
         return convert.turn_result(turn_id, terminal)
+
+    async def session_list(p: wire.SessionListParams) -> wire.SessionListResult:
+        return wire.SessionListResult(sessions=[convert.session_info(i) for i in
+                                                server.sessions.list(p.workspace)])
+
+    async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
+        session, loaded = server.sessions.load(
+            p.session_id, lambda mode: PermissionPolicy(mode=mode), server.session_options())
+        seqs: dict[str, int] = {}
+        for turn_id, event in loaded.events:
+            seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1
+            server.protocol.send_raw({"jsonrpc": "2.0", "method": "turn/event", "params": {
+                "sessionId": session.id, "turnId": turn_id, "seq": seq, "event": event}})
+        return wire.SessionLoadResult(
+            session_id=session.id, workspace=str(session.workspace), model=session.model,
+            permission_mode=session.policy.mode, turns=loaded.turns, title=loaded.title,
+            warnings=loaded.warnings)
 
     async def turn_cancel(p: wire.TurnCancelParams) -> None:
         session = server.sessions.get(p.session_id)
@@ -107,6 +133,8 @@ def register(server: HeddleServer) -> None:
 
     _handler(server, "session/new", session_new)
     _handler(server, "turn/start", turn_start)
+    _handler(server, "session/list", session_list)
+    _handler(server, "session/load", session_load)
     _handler(server, "turn/cancel", turn_cancel)
 
 

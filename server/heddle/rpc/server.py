@@ -20,7 +20,8 @@ from heddle_protocol.events import event_kind
 from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings, import_sdk
 from heddle.model.types import ModelCaller
-from heddle.sessions.session import SessionRegistry
+from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps
 from heddle.rpc.protocol import HeddleProtocol, heddle_converter
 from heddle.rpc.transport import FdReader, StdioTransport
@@ -45,7 +46,8 @@ class HeddleServer(LanguageServer):
         window = int(env.get("HEDDLE_CONTEXT_WINDOW") or 0)
         self.permission_timeout = float(env.get("HEDDLE_PERMISSION_TIMEOUT", 600))
         self.model_settings = ModelSettings.from_env(env)
-        self.sessions = SessionRegistry()
+        self.sessions = SessionRegistry(
+            None if env.get("HEDDLE_NO_TRANSCRIPTS") else sessions_dir(env.get("XDG_STATE_HOME")))
         self.tools = builtin_tools()
         self._models: dict[str, ModelCaller] = {}
         self.turn_deps = TurnDeps(
@@ -63,6 +65,9 @@ class HeddleServer(LanguageServer):
         if "default" not in self._models:
             self._models["default"] = AnthropicModel(self.model_settings)
         return self._models["default"]
+
+    def session_options(self) -> SessionOptions:
+        return SessionOptions(fallback_model=self.fallback_model, summary_model=self.summary_model)
 
     def heddle_capabilities(self) -> dict[str, Any]:
         import msgspec

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import anyio
 
 from heddle.loop.messages import Message
 from heddle.permissions.policy import PermissionPolicy
+from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
+                                        TranscriptWriter, read)
+
+log = logging.getLogger(__name__)
+SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class SessionError(Exception):
@@ -68,11 +77,30 @@ class Session:
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
     options: SessionOptions = SessionOptions()
     queue: list[QueuedPrompt] = field(default_factory=list)
+    transcript: TranscriptWriter | None = None
+    created_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    title: str
+    workspace: str
+    model: str
+    created_at: float
+    updated_at: float
+    turns: int
+    last_reason: str | None
+    live: bool
 
 
 class SessionRegistry:
-    def __init__(self) -> None:
+    """The sessions of this daemon, and the transcripts of every session on disk."""
+
+    def __init__(self, directory: Path | None = None) -> None:
         self._sessions: dict[str, Session] = {}
+        self.directory = directory
+        """Where transcripts live; None keeps sessions in memory only."""
 
     def new(self, workspace: str, model: str, policy: PermissionPolicy,
             system_extra: str | None = None, options: SessionOptions = SessionOptions()) -> Session:
@@ -83,8 +111,55 @@ class SessionRegistry:
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
                           system_extra, options=options)
+        if self.directory is not None:
+            session.transcript = TranscriptWriter(
+                self.directory / f"{session.id}.jsonl",
+                Header(FORMAT_VERSION, session.id, str(session.workspace), model,
+                       session.created_at, policy.mode))
         self._sessions[session.id] = session
         return session
+
+    def list(self, workspace: str | None = None) -> list[SessionInfo]:
+        """Every session with a transcript (newest first), optionally of one workspace."""
+        found: list[SessionInfo] = []
+        paths = sorted(self.directory.glob("*.jsonl")) if self.directory and self.directory.is_dir() else []
+        for path in paths:
+            try:
+                t = read(path, messages=False)
+            except (TranscriptError, OSError) as exc:
+                log.warning("skipping %s: %s", path.name, exc)
+                continue
+            h = t.header
+            if workspace is not None and os.path.realpath(workspace) != h.workspace:
+                continue
+            found.append(SessionInfo(h.session_id, t.title, h.workspace, h.model, h.created_at,
+                                     t.updated_at, t.turns, t.last_reason,
+                                     h.session_id in self._sessions))
+        return sorted(found, key=lambda i: i.updated_at, reverse=True)
+
+    def load(self, session_id: str, policy_for: Callable[[str], PermissionPolicy],
+             options: SessionOptions) -> tuple[Session, Loaded]:
+        """Bring a session back from its transcript (or return the live one), repaired."""
+        if not SESSION_ID.fullmatch(session_id):
+            raise SessionError("notFound", f"no session {session_id!r}")
+        path = self.directory / f"{session_id}.jsonl" if self.directory else None
+        if path is None or not path.exists():
+            raise SessionError("notFound", f"no session {session_id!r}")
+        try:
+            loaded = read(path)
+        except TranscriptError as exc:
+            raise SessionError("transcript", str(exc)) from None
+        live = self._sessions.get(session_id)
+        if live is not None:
+            return live, loaded
+        h = loaded.header
+        session = Session(h.session_id, Path(h.workspace), h.model, policy_for(h.permission_mode),
+                          messages=loaded.messages, turns_run=loaded.turns, options=options,
+                          transcript=TranscriptWriter(path), created_at=h.created_at)
+        for warning in loaded.warnings:
+            log.warning("session %s: %s", session_id, warning)
+        self._sessions[session_id] = session
+        return session, loaded
 
     def get(self, session_id: str) -> Session:
         try:

@@ -20,14 +20,15 @@ from heddle.context.windows import Limits
 from heddle.loop.budget import parse_budget
 from heddle.loop.deps import LoopDeps
 from heddle.loop.endings import INTERRUPTED
-from heddle.loop.events import CoreEvent, Terminal, TerminalReason, Usage
+from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, TerminalReason, Usage
 from heddle.loop.hooks import StopHooks
-from heddle.loop.messages import Block, TextBlock, append_user
+from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
 from heddle.loop.query import QueryParams, drive, query
 from heddle.model.types import ModelCaller
 from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
+from heddle.sessions.transcript import TranscriptWriter
 from heddle.tools.base import Tool, ToolContext
 
 SECRET_MARKERS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -98,7 +99,13 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                emit: Callable[[CoreEvent], None], asker: Asker, request_id: object) -> Terminal:
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
     session.turn = turn  # claimed before any await, so two waiters can never both start
-    messages = append_user(session.messages, (TextBlock(text),))
+    prompt = Message("user", (TextBlock(text),))
+    messages = append_user(session.messages, prompt.content)
+    transcript = session.transcript
+    if transcript is not None:
+        transcript.turn(turn_id, request.prompt)
+        transcript.message(turn_id, prompt)
+        emit = _recording(emit, transcript, turn_id)
     taken: list[QueuedPrompt] = []
 
     def take_queued() -> tuple[Block, ...]:
@@ -136,6 +143,8 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                 append_user(messages, (TextBlock(INTERRUPTED),)), Usage())
         session.messages = terminal.messages
         session.turns_run += 1
+        if transcript is not None:
+            transcript.end(turn_id, terminal.reason.value, terminal.usage)
         return terminal
     finally:
         completed = terminal is not None and terminal.reason is TerminalReason.COMPLETED
@@ -147,3 +156,15 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
+               turn_id: str) -> Callable[[CoreEvent], None]:
+    """Write conversation content to the transcript as it becomes final, then pass events on."""
+    def record(ev: CoreEvent) -> None:
+        if isinstance(ev, MessageFinal):
+            transcript.message(turn_id, ev.message)
+        elif isinstance(ev, Compaction):
+            transcript.compacted(turn_id, ev.messages)
+        emit(ev)
+    return record

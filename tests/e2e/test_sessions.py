@@ -1,0 +1,246 @@
+"""Sessions that survive: transcripts, list, load, resume, crash repair, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from heddle.client import Connection, RpcError
+from e2e import lsp
+from e2e.test_turns import new_session, read_grep_edit
+
+SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
+BASH = {"content": [{"type": "text", "text": "Running it."},
+                    {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}}]}
+EDIT = {"content": [{"type": "tool_use", "name": "Edit", "input": {
+    "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}]}
+DONE = {"content": [{"type": "text", "text": "Continued."}]}
+
+
+class Daemon:
+    """A daemon over raw stdio, so it can be killed like a crash would."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.events: list[dict] = []
+        self.permission_asked = asyncio.Event()
+        self.answer: asyncio.Future | None = None
+
+    async def start(self) -> Daemon:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "heddle", "serve", env=self.env,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL)
+        self.conn = Connection(self.proc.stdout, self.proc.stdin)
+        self.conn.on_notification("turn/event", self.events.append)
+
+        async def on_permission(params):
+            self.permission_asked.set()
+            return await self.answer if self.answer else {"decision": "allowOnce"}
+        self.conn.on_request("permission/request", on_permission)
+        await self.call("initialize", {"processId": None, "rootUri": None, "capabilities": {
+            "experimental": {"heddle": {"permissionRequests": True}}}})
+        self.conn.notify("initialized", {})
+        return self
+
+    async def call(self, method: str, params=None, timeout: float = 30):
+        return await asyncio.wait_for(self.conn.request(method, params), timeout)
+
+    def kinds(self) -> list[str]:
+        return [e["event"]["kind"] for e in self.events]
+
+    async def wait_for(self, kind: str, timeout: float = 15) -> None:
+        async def poll():
+            while kind not in self.kinds():
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(poll(), timeout)
+
+    async def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                await self.call("shutdown", timeout=10)
+                self.conn.notify("exit")
+                await asyncio.wait_for(self.proc.wait(), 10)
+            finally:
+                if self.proc.returncode is None:
+                    self.proc.kill()
+                    await self.proc.wait()
+
+
+@pytest.fixture
+async def daemons(daemon_env):
+    started: list[Daemon] = []
+
+    async def start() -> Daemon:
+        d = await Daemon(daemon_env).start()
+        started.append(d)
+        return d
+    yield start
+    for d in started:
+        await d.stop()
+
+
+def transcript_path(daemon_env, session_id: str) -> Path:
+    return Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions" / f"{session_id}.jsonl"
+
+
+async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_env):
+    scripted.add_scenario("edit", {"steps": read_grep_edit()["steps"] + [DONE]})
+    first = await daemons()
+    sid = (await first.call("session/new", {"workspace": str(workspace), "model": "edit"}))["sessionId"]
+    result = await first.call("turn/start", {"sessionId": sid, "prompt": "Use an f-string please"})
+    assert result["reason"] == "completed"
+    await first.stop()
+
+    second = await daemons()
+    listed = (await second.call("session/list", {"workspace": str(workspace)}))["sessions"]
+    assert [(s["sessionId"], s["title"], s["turns"], s["lastReason"], s["live"]) for s in listed] == [
+        (sid, "Use an f-string please", 1, "completed", False)]
+    loaded = await second.call("session/load", {"sessionId": sid})
+    assert (loaded["turns"], loaded.get("warnings", []), loaded["model"]) == (1, [], "edit")
+    replayed = second.kinds()
+    assert replayed[0] == "turnStarted" and replayed[-1] == "turnEnded"
+    assert replayed.count("toolCallFinished") == 3
+    assert [e["seq"] for e in second.events] == list(range(len(second.events)))
+    again = await second.call("turn/start", {"sessionId": sid, "prompt": "thanks"})
+    assert again["reason"] == "completed"
+    sent = scripted.requests_for("edit")[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "assistant", "user",
+                                         "assistant", "user"]
+    assert sent[-1]["content"][-1]["text"] == "thanks"
+    assert (await second.call("session/list", {}))["sessions"][0]["live"] is True
+
+
+async def kill_during(daemons, scripted, workspace, daemon_env, step: dict, trigger: str,
+                      delay: float, *, mode: str = "default") -> tuple[str, dict]:
+    """Run a turn, SIGKILL the daemon at `trigger` + `delay`, then load and continue."""
+    name = f"s{random.randrange(1 << 30)}"
+    scripted.add_scenario(name, {"steps": [step, DONE]})
+    d = await daemons()
+    if trigger == "permission":
+        d.answer = asyncio.get_running_loop().create_future()  # never answered
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": name,
+                                        "permissionMode": mode}))["sessionId"]
+    turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "go"}))
+    if trigger == "permission":
+        await asyncio.wait_for(d.permission_asked.wait(), 15)
+    else:
+        await d.wait_for(trigger)
+    await asyncio.sleep(delay)
+    shown = "".join(e["event"].get("text", "") for e in d.events
+                    if e["event"]["kind"] == "textDelta")
+    await d.kill()
+    with pytest.raises(ConnectionError):
+        await turn
+
+    after = await daemons()
+    loaded = await after.call("session/load", {"sessionId": sid})
+    result = await after.call("turn/start", {"sessionId": sid, "prompt": "continue"})
+    assert result["reason"] == "completed", result
+    sent = scripted.requests_for(name)[-1]
+    assert sent.status == 200
+    return shown, {"loaded": loaded, "messages": sent.body["messages"]}
+
+
+async def test_crash_while_streaming_keeps_what_was_shown(daemons, scripted, workspace, daemon_env):
+    shown, got = await kill_during(daemons, scripted, workspace, daemon_env, SLOW, "textDelta", 0.3)
+    messages = got["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    kept = messages[1]["content"][0]["text"]
+    assert shown and kept.startswith(shown)  # everything the editor showed is still there
+    assert "interrupted" in messages[2]["content"][0]["text"]
+    assert got["loaded"].get("warnings", [])
+
+
+async def test_crash_during_a_tool_gets_an_interrupted_result(daemons, scripted, workspace,
+                                                                daemon_env):
+    _, got = await kill_during(daemons, scripted, workspace, daemon_env, BASH, "toolCallInput",
+                               0.3, mode="bypassPermissions")
+    messages = got["messages"]
+    result = messages[2]["content"][0]
+    assert result["type"] == "tool_result" and result["is_error"] is True
+    assert "interrupted" in result["content"]
+    assert any("tool call" in w for w in got["loaded"].get("warnings", []))
+
+
+async def test_crash_while_permission_is_pending(daemons, scripted, workspace, daemon_env):
+    _, got = await kill_during(daemons, scripted, workspace, daemon_env, EDIT, "permission", 0.0)
+    assert "'Hello, ' + name" in (workspace / "app.py").read_text()
+    assert got["messages"][2]["content"][0]["is_error"] is True
+
+
+async def test_random_kill_points(daemons, scripted, workspace, daemon_env):
+    rand = random.Random(os.getpid())
+    step = {"content": [{"type": "text", "text": "Let me check. " * 10},
+                        {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
+                        {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 2"}}],
+            "chunk": 5, "delayMs": 10}
+    points = []
+    for _ in range(4):
+        delay = rand.uniform(0.0, 1.0)
+        await kill_during(daemons, scripted, workspace, daemon_env, step, "modelCall", delay,
+                          mode="bypassPermissions")
+        points.append(round(delay, 2))
+    assert len(points) == 4
+
+
+async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    scripted.add_scenario("a", {"steps": [{"content": [{"type": "text", "text": "A " * 100}],
+                                           "chunk": 3, "delayMs": 5}]})
+    scripted.add_scenario("b", {"steps": [{"content": [{"type": "text", "text": "B " * 100}],
+                                           "chunk": 3, "delayMs": 5}]})
+    sa = await new_session(client, workspace, "a")
+    sb = await new_session(client, other, "b")
+    ra, rb = await asyncio.gather(
+        client.call("turn/start", {"sessionId": sa, "prompt": "prompt a"}),
+        client.call("turn/start", {"sessionId": sb, "prompt": "prompt b"}))
+    assert ra["text"] == "A " * 100 and rb["text"] == "B " * 100
+    for sid, letter in ((sa, "A"), (sb, "B")):
+        text = "".join(e["event"]["text"] for e in client.events
+                       if e["sessionId"] == sid and e["event"]["kind"] == "textDelta")
+        assert text == letter + " " + (letter + " ") * 99
+    assert scripted.requests_for("a")[0].body["messages"][0]["content"][0]["text"] == "prompt a"
+    assert scripted.requests_for("b")[0].body["messages"][0]["content"][0]["text"] == "prompt b"
+
+
+async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, workspace, daemon_env):
+    scripted.add_scenario("s", {"steps": [DONE, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "s"}))["sessionId"]
+    await d.call("turn/start", {"sessionId": sid, "prompt": "hello"})
+    await d.stop()
+    path = transcript_path(daemon_env, sid)
+    with open(path, "ab") as f:
+        f.write(b'{"type": "message", "turnId": "x", "mess')  # a write cut off by a crash
+    folder = path.parent
+    (folder / ("0" * 32 + ".jsonl")).write_text("not a transcript\n")
+    future = "f" * 32
+    (folder / f"{future}.jsonl").write_text(json.dumps({
+        "type": "header", "version": 99, "sessionId": future, "workspace": str(workspace),
+        "model": "s", "createdAt": 0}) + "\n")
+
+    d2 = await daemons()
+    listed = [s["sessionId"] for s in (await d2.call("session/list"))["sessions"]]
+    assert listed == [sid]
+    loaded = await d2.call("session/load", {"sessionId": sid})
+    assert loaded.get("warnings", []) == [f"skipped the last line of {sid}.jsonl: it is not a complete record"]
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "again"}))["reason"] == "completed"
+    with pytest.raises(RpcError) as err:
+        await d2.call("session/load", {"sessionId": future})
+    assert err.value.code == -32013 and "version 99" in err.value.message
+    with pytest.raises(RpcError) as err:
+        await d2.call("session/load", {"sessionId": "../../etc/passwd"})
+    assert err.value.code == -32010

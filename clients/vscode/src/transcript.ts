@@ -151,8 +151,10 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "toolSummary":
       return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
     default: {
-      // Kinds added after this client was built show as a note, never as an error.
       const unknown = event as { kind: string; message?: unknown };
+      // The end of the turn is drawn from the `turn/start` result, which carries the same facts.
+      if (unknown.kind === "turnEnded") return { transcript: { ...t, serial }, changed: [] };
+      // Kinds added after this client was built show as a note, never as an error.
       const text = typeof unknown.message === "string" ? unknown.message : humanize(unknown.kind);
       return append(t, serial, { kind: "notice", id, level: "info", text });
     }

@@ -47,11 +47,14 @@ describe("transcript", () => {
     });
   });
 
-  it("reports only the changed block", () => {
+  it("reports only the changed block; usage and turnEnded change nothing", () => {
     const t = run([event({ kind: "textDelta", text: "a" })]);
     const update = reduce(t, event({ kind: "textDelta", text: "b" }));
     assert.deepEqual(update.changed, [t.blocks[0].id]);
     assert.deepEqual(reduce(update.transcript, event({ kind: "usage", usage: {} })).changed, []);
+    const ended = reduce(update.transcript, event({ kind: "turnEnded", reason: "completed", usage: {} }));
+    assert.deepEqual(ended.changed, []);
+    assert.equal(ended.transcript.blocks.length, 1);
   });
 
   it("shows retries, errors, fallbacks, compaction, summaries, the end of a turn, and kinds it does not know", () => {

@@ -15,8 +15,8 @@ import {
 } from "vscode-jsonrpc/node";
 import type { ServerHeddleCapabilities } from "../../src/protocol.generated";
 
-/** The repository root (tests run from clients/vscode/out/...). */
-export const REPO = resolve(__dirname, "..", "..", "..");
+/** The repository root (tests run bundled, from clients/vscode/out/<dir>/). */
+export const REPO = resolve(__dirname, "..", "..", "..", "..");
 
 /** How to run Heddle's Python: HEDDLE_PYTHON, else the repo's .venv. */
 export function python(): { command: string; env: Record<string, string> } {

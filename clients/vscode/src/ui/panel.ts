@@ -107,7 +107,8 @@ export class Panel implements vscode.Disposable {
       "default-src 'none'",
       `style-src ${webview.cspSource}`,
       `script-src 'nonce-${nonce}'`,
-      `img-src ${webview.cspSource} https: data:`,
+      // No remote images: a URL in the model's markdown must not be fetched on its own.
+      `img-src ${webview.cspSource} data:`,
       `font-src ${webview.cspSource}`,
     ].join("; ");
     return `<!DOCTYPE html>
@@ -126,7 +127,7 @@ export class Panel implements vscode.Disposable {
   <button id="cancel" type="button" hidden>Cancel</button>
   <button id="new-session" type="button" class="secondary">New session</button>
 </header>
-<main id="transcript" aria-live="polite"></main>
+<main id="transcript"></main>
 <form id="composer">
   <textarea id="prompt" rows="2" placeholder="Ask a follow-up (Enter to send, Shift+Enter for a new line)"></textarea>
   <button id="send" type="submit">Send</button>

@@ -83,6 +83,7 @@ function setRunning(value: boolean): void {
   running = value;
   document.body.dataset.running = String(value);
   cancelButton.hidden = !value;
+  // #state is a live region: screen readers hear when a turn starts and ends, not every delta.
   state.textContent = value ? "Working…" : "Idle";
 }
 

@@ -54,6 +54,12 @@ async function screenshot(workbench: Workbench, name: string, forDocs = false): 
   }
 }
 
+/** Logs how long into the test each milestone came, for the CI log. */
+function milestones(t: TestContext): (what: string) => void {
+  const start = Date.now();
+  return (what) => t.diagnostic(`${((Date.now() - start) / 1000).toFixed(1)}s ${what}`);
+}
+
 /** Run `body`; on failure keep a screenshot of the page for the CI log. */
 async function withPage(t: TestContext, workbench: Workbench, body: () => Promise<void>): Promise<void> {
   try {
@@ -109,11 +115,13 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
   });
 
   it("Ask agent: permission prompt, streamed answer, edit on disk", async (t) => {
+    const mark = milestones(t);
     const folder = makeWorkspace(root.path, "edit", "vscode-edit", { "hello.py": 'print("Hello, wrold")\n' });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     await withPage(t, workbench, async () => {
       const page = workbench.page;
       await workbench.statusItem("Heddle: ask the agent").waitFor();
+      mark("workbench loaded, extension active");
 
       // The selection goes along as context (the scenario only answers if the model sees it).
       const editor = await workbench.openFile("hello.py", "Hello, wrold");
@@ -127,6 +135,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       // The permission prompt names the tool and what it will do, and offers the three choices.
       const prompt = workbench.quickInput.filter({ hasText: "Heddle wants to use Edit" });
       await prompt.waitFor();
+      mark("permission prompt shown");
       assert.equal(await prompt.locator("input").getAttribute("placeholder"), "Edit hello.py");
       const rows = await prompt.locator(".quick-input-list .monaco-list-row").allInnerTexts();
       const labels = rows.map((row) => row.replace(/\s+/g, " ").trim());
@@ -149,6 +158,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       // The answer streams into the panel as markdown; the tool call shows its status and diff.
       const panel = workbench.panel();
       await panel.locator('section.end[data-reason="completed"]').waitFor();
+      mark("turn completed");
       const answer = panel.locator("section.assistant").last();
       assert.equal(await answer.innerText(), "Fixed the typo in hello.py: it now prints Hello, world.");
       assert.equal(await answer.locator("strong").innerText(), "hello.py");
@@ -164,12 +174,14 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
   });
 
   it("cancel from the status bar, the panel and the notification ends the turn promptly; restart", async (t) => {
+    const mark = milestones(t);
     const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     await withPage(t, workbench, async () => {
       const page = workbench.page;
       const panel = workbench.panel();
       await workbench.statusItem("Heddle: ask the agent").waitFor();
+      mark("workbench loaded, extension active");
 
       /** Wait until the nth answer is streaming, cancel with `click`, and time the end. */
       const cancelNth = async (n: number, how: string, click: () => Promise<void>) => {
@@ -183,7 +195,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
         const elapsed = Date.now() - started;
         assert.equal(await end.getAttribute("data-reason"), "cancelled");
         assert.ok(elapsed < CANCEL_MS, `cancel took ${elapsed} ms`);
-        t.diagnostic(`cancel from the ${how}: the turn ended ${elapsed} ms after the click`);
+        mark(`cancel from the ${how}: the turn ended ${elapsed} ms after the click`);
         assert.doesNotMatch(await streaming.innerText(), /on and on\.$/, "the answer was cut short");
         await workbench.statusItem("Heddle: ask the agent").waitFor();
         return elapsed;

@@ -22,6 +22,7 @@ export class Commands implements vscode.Disposable {
   private readonly status = new StatusItem();
   private readonly diffs = new editor.DiffDocuments();
   private progress?: vscode.Progress<{ message?: string }>;
+  private activity?: string;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(private readonly daemon: Daemon, extensionUri: vscode.Uri, private readonly log: vscode.LogOutputChannel) {
@@ -42,14 +43,14 @@ export class Commands implements vscode.Disposable {
       vscode.commands.registerCommand("heddle.restartDaemon", () => this.restartDaemon()),
       vscode.commands.registerCommand("heddle.showPanel", () => this.panel.show(false)),
       daemon.onDidChangeState((state) => {
-        if (state === "starting") this.conversation.forgetSession();
+        if (state === "starting") this.forgetSession();
         if (state === "stopped" && !this.conversation.running) this.status.stopped();
         if (state === "running" && !this.conversation.running) this.status.idle();
       }),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (settings.affectsDaemon(event)) void this.restartDaemon();
         else if (settings.affectsSession(event) && this.conversation.sessionInfo) {
-          this.conversation.forgetSession();
+          this.forgetSession();
           this.panel.dispatch({ type: "notice", level: "info", text: "Settings changed: the next request starts a new session." });
         }
       }),
@@ -76,12 +77,12 @@ export class Commands implements vscode.Disposable {
   }
 
   cancel(): void {
-    if (this.conversation.cancel()) this.status.running("cancelling");
+    if (this.conversation.cancel()) this.showActivity("cancelling");
   }
 
   newSession(): void {
     this.conversation.reset();
-    this.panel.setSession(undefined);
+    this.forgetSession();
     this.panel.dispatch({ type: "clear" });
     this.panel.dispatch({ type: "notice", level: "info", text: "New session." });
   }
@@ -104,6 +105,12 @@ export class Commands implements vscode.Disposable {
     this.diffs.dispose();
   }
 
+  /** The next request opens a new session (the daemon restarted, or settings changed). */
+  private forgetSession(): void {
+    this.conversation.forgetSession();
+    this.panel.setSession(undefined);
+  }
+
   private async run(prompt: string, context: ContextItem[]): Promise<void> {
     const workspace = editor.workspaceFolder();
     if (!workspace) {
@@ -113,14 +120,14 @@ export class Commands implements vscode.Disposable {
     if (this.conversation.running) return;
     this.panel.show();
     this.panel.dispatch({ type: "prompt", prompt, context });
-    this.setRunning(true, "starting");
     const options = { workspace, model: settings.model(), permissionMode: settings.permissionMode() };
     const turn = this.conversation.ask(options, prompt, context);
+    this.setRunning(true);
     void vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: "Heddle", cancellable: true },
       (progress, token) => {
         this.progress = progress;
-        progress.report({ message: "working…" });
+        progress.report({ message: this.activity });
         token.onCancellationRequested(() => this.cancel());
         return turn.catch(() => undefined);
       },
@@ -157,16 +164,22 @@ export class Commands implements vscode.Disposable {
       : event.kind === "textDelta" ? "writing"
       : event.kind === "retry" ? `retrying (${event.attempt}/${event.maxAttempts})`
       : undefined;
-    if (activity && this.conversation.running) {
-      this.status.running(activity);
-      this.progress?.report({ message: activity });
-    }
+    if (activity) this.showActivity(activity);
   }
 
-  private setRunning(running: boolean, activity = "working"): void {
+  /** Status bar and notification say what the turn is doing; cancelling has the last word. */
+  private showActivity(activity: string): void {
+    if (!this.conversation.running || activity === this.activity || this.activity === "cancelling") return;
+    this.activity = activity;
+    this.status.running(activity);
+    this.progress?.report({ message: activity });
+  }
+
+  private setRunning(running: boolean): void {
+    this.activity = undefined;
     editor.setContextKey(RUNNING_KEY, running);
     this.panel.setRunning(running);
-    if (running) this.status.running(activity);
+    if (running) this.showActivity("starting");
     else if (this.daemon.isRunning) this.status.idle();
     else this.status.stopped();
   }

@@ -18,13 +18,16 @@ def state_dir() -> Path:
 
 def setup_logging(to_file: bool = True) -> None:
     level = os.environ.get("HEDDLE_LOG_LEVEL", "INFO").upper()
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    stderr = logging.StreamHandler(sys.stderr)
+    handlers: list[logging.Handler] = [stderr]
     if to_file:
         from logging.handlers import RotatingFileHandler
         path = Path(os.environ.get("HEDDLE_LOG_FILE") or state_dir() / "heddle.log")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handlers.append(RotatingFileHandler(path, maxBytes=5_000_000, backupCount=2))
+            # editors show a daemon's stderr as errors: with a log file, only warnings go there
+            stderr.setLevel(logging.WARNING)
         except OSError as exc:
             print(f"heddle: cannot open log file {path}: {exc}", file=sys.stderr)
     logging.basicConfig(level=level, handlers=handlers,

@@ -117,7 +117,7 @@ async def test_requests_after_shutdown_are_refused_then_exit(raw):
     assert b"Traceback" not in await raw.proc.stderr.read()
 
 
-async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace):
+async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace, daemon_env):
     scripted.add_scenario("slow", {"steps": [
         {"content": [{"type": "text", "text": "x" * 2000}], "chunk": 2, "delayMs": 5}]})
     await raw.initialize()
@@ -133,4 +133,5 @@ async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, worksp
     assert time.monotonic() - started < 5
     assert code == 1  # ended without shutdown
     stderr = (await raw.proc.stderr.read()).decode()
-    assert "Traceback" not in stderr and "stdin closed" in stderr
+    log = open(daemon_env["HEDDLE_LOG_FILE"]).read()
+    assert "Traceback" not in stderr + log and "stdin closed" in log

@@ -37,7 +37,8 @@ def daemon_env(scripted: ScriptedServer, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HEDDLE_"))}
     env.update(
         ANTHROPIC_BASE_URL=scripted.url, ANTHROPIC_API_KEY="test-key",
-        XDG_STATE_HOME=str(tmp_path / "state"), HEDDLE_LOG_LEVEL="DEBUG",
+        XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
+        HEDDLE_LOG_LEVEL="DEBUG",
         HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"),
         PYTHONPATH=os.pathsep.join([str(ROOT / "server"), str(ROOT / "protocol")]))
     return env

@@ -7,7 +7,7 @@ from typing import Any, Literal, Union
 import msgspec
 
 from heddle_protocol.types import (CancelPhase, ErrorInfo, PermissionDecision, Preview,
-                                   TerminalReason, Usage, Wire)
+                                   RuleScope, TerminalReason, Usage, Wire)
 
 
 class Ev(Wire, tag_field="kind"):
@@ -70,7 +70,24 @@ class PermissionAnsweredEvent(Ev, tag="permissionAnswered"):
     rule: str | None = None
     """With `allowAlways`: the rule saved."""
     reason: str | None = None
-    """Set when the daemon decided without asking (a rule, the mode, no client support)."""
+    """Set when the daemon decided without asking (a rule, the mode, a hook, no client
+    support, a timeout), or when an `allowAlways` rule was not kept as asked."""
+    scope: RuleScope | None = None
+    """With `allowAlways`: where the rule was kept."""
+
+
+class TodoItem(Wire):
+    content: str
+    """The task: `Run the tests`."""
+    status: Literal["pending", "inProgress", "completed"]
+    active_form: str | None = None
+    """The task while it runs: `Running the tests`. Omitted: use `content`."""
+
+
+class TodoEvent(Ev, tag="todo"):
+    """The agent's plan (TodoWrite): the whole list, replacing the previous one."""
+
+    todos: list[TodoItem]
 
 
 class RetryEvent(Ev, tag="retry"):
@@ -144,7 +161,7 @@ Event = Union[
     TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
     RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent, ModelFallbackEvent,
-    CompactionEvent, ToolSummaryEvent,
+    CompactionEvent, ToolSummaryEvent, TodoEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

@@ -51,6 +51,15 @@ METHODS: tuple[Method, ...] = (
     Method("permission/request", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
            t.PermissionRequestParams, t.PermissionRequestResult,
            "Ask the user whether a tool call may run."),
+    Method("rules/list", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.RulesListParams, t.RulesListResult,
+           "The permission rules a session applies, with their scopes."),
+    Method("rules/add", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.RulesAddParams, t.RulesAddResult,
+           "Add a permission rule to a session, or to a settings file."),
+    Method("rules/revoke", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.RulesRevokeParams, t.RulesRevokeResult,
+           "Remove permission rules from a session (and their settings file)."),
 )
 
 _BY_NAME = {m.name: m for m in METHODS}

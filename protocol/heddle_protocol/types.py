@@ -60,9 +60,10 @@ class SessionNewParams(Wire):
     workspace: str
     """Absolute path of the workspace folder; tools resolve relative paths against it."""
     model: str | None = None
-    """Model id. Omitted: the daemon's configured default (`HEDDLE_MODEL`, else the built-in)."""
+    """Model id. Omitted: `model` from the settings files, else the daemon's default
+    (`HEDDLE_MODEL`, else the built-in)."""
     permission_mode: PermissionMode | None = None
-    """Omitted: `default`."""
+    """Omitted: `permissions.mode` from the settings files, else `default`."""
     system_prompt: str | None = None
     """Extra instructions appended to Heddle's system prompt. Omitted: none."""
     fallback_model: str | None = None
@@ -80,6 +81,8 @@ class SessionNewResult(Wire):
     workspace: str
     model: str
     permission_mode: PermissionMode
+    warnings: list[str] = []
+    """Problems in the settings files; the settings concerned were ignored. Omitted: none."""
 
 
 class SessionListParams(Wire):
@@ -223,6 +226,13 @@ Preview = DiffPreview | CommandPreview
 
 PermissionDecision = Literal["allowOnce", "allowAlways", "reject"]
 
+RuleKind = Literal["allow", "deny", "ask"]
+"""`allow`: runs without asking; `deny`: refused, whatever else applies; `ask`: always asks."""
+
+RuleScope = Literal["session", "project", "user"]
+"""Where a rule lives: this session only, `<workspace>/.heddle/settings.toml`, or the user's
+`$XDG_CONFIG_HOME/heddle/settings.toml`."""
+
 
 class PermissionOption(Wire):
     decision: PermissionDecision
@@ -250,3 +260,55 @@ class PermissionRequestResult(Wire):
     """With `allowAlways`: the rule to save, possibly edited. Omitted: the offered rule."""
     message: str | None = None
     """With `reject`: told to the model as the tool result. Omitted: a generic refusal."""
+    scope: RuleScope | None = None
+    """With `allowAlways`: where to keep the rule. Omitted: `session`."""
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+class PermissionRule(Wire):
+    rule: str
+    """`Tool` or `Tool(pattern)`: `Bash(git status:*)`, `Edit(src/**)`, `Read(~/.ssh/**)`."""
+    kind: RuleKind
+    scope: RuleScope
+
+
+class RulesListParams(Wire):
+    session_id: str
+
+
+class RulesListResult(Wire):
+    rules: list[PermissionRule]
+    """Every rule the session applies, user settings first, then project, then session."""
+    user_settings: str
+    """Absolute path of the user settings file (it may not exist yet)."""
+    project_settings: str
+    """Absolute path of the project settings file (it may not exist yet)."""
+
+
+class RulesAddParams(Wire):
+    session_id: str
+    rule: str
+    kind: RuleKind = "allow"
+    """Omitted: `allow`."""
+    scope: RuleScope = "session"
+    """Omitted: `session`. `project` and `user` rules are written to their settings file."""
+
+
+class RulesAddResult(Wire):
+    rule: PermissionRule
+    """The rule as kept (normalised: `Bash(*)` becomes `Bash`)."""
+
+
+class RulesRevokeParams(Wire):
+    session_id: str
+    rule: str
+    kind: RuleKind | None = None
+    """Omitted: every kind."""
+    scope: RuleScope | None = None
+    """Omitted: every scope. `project` and `user` rules are removed from their settings file."""
+
+
+class RulesRevokeResult(Wire):
+    revoked: list[PermissionRule]
+    """What was removed; empty when no rule matched."""

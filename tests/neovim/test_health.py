@@ -7,6 +7,7 @@ from pathlib import Path
 
 import heddle
 from heddle_protocol import PROTOCOL_VERSION
+from heddle.tools.registry import builtin_tools
 
 
 def health_report(editor) -> list[str]:
@@ -34,7 +35,7 @@ def test_checkhealth_reports_a_working_setup(editor, workspace: Path) -> None:
         "Daemon ~",
         f"- ✅ OK `{sys.executable}` is {sys.executable}",
         f"- ✅ OK daemon {heddle.__version__} answered, protocol {PROTOCOL_VERSION}",
-        "- tools: Read, Grep, Edit, Bash",
+        f"- tools: {', '.join(builtin_tools())}",
         "",
     ]
 

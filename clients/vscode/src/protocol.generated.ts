@@ -11,6 +11,9 @@ export const Methods = {
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
   PermissionRequest: "permission/request",
+  RulesList: "rules/list",
+  RulesAdd: "rules/add",
+  RulesRevoke: "rules/revoke",
 } as const;
 
 export const ErrorCodes = {
@@ -27,7 +30,7 @@ export const ErrorCodes = {
   TranscriptUnreadable: -32013,
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo"] as const;
 export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
 
 export interface ClientHeddleCapabilities {
@@ -87,6 +90,7 @@ export interface PermissionAnsweredEvent {
   decision: "allowAlways" | "allowOnce" | "reject";
   rule?: string | null;
   reason?: string | null;
+  scope?: "project" | "session" | "user" | null;
 }
 export interface PermissionAskedEvent {
   kind: "permissionAsked";
@@ -113,6 +117,12 @@ export interface PermissionRequestResult {
   decision: "allowAlways" | "allowOnce" | "reject";
   rule?: string | null;
   message?: string | null;
+  scope?: "project" | "session" | "user" | null;
+}
+export interface PermissionRule {
+  rule: string;
+  kind: "allow" | "ask" | "deny";
+  scope: "project" | "session" | "user";
 }
 export interface RetryEvent {
   kind: "retry";
@@ -120,6 +130,32 @@ export interface RetryEvent {
   maxAttempts: number;
   delayMs: number;
   error: ErrorInfo;
+}
+export interface RulesAddParams {
+  sessionId: string;
+  rule: string;
+  kind?: "allow" | "ask" | "deny";
+  scope?: "project" | "session" | "user";
+}
+export interface RulesAddResult {
+  rule: PermissionRule;
+}
+export interface RulesListParams {
+  sessionId: string;
+}
+export interface RulesListResult {
+  rules: Array<PermissionRule>;
+  userSettings: string;
+  projectSettings: string;
+}
+export interface RulesRevokeParams {
+  sessionId: string;
+  rule: string;
+  kind?: "allow" | "ask" | "deny" | null;
+  scope?: "project" | "session" | "user" | null;
+}
+export interface RulesRevokeResult {
+  revoked: Array<PermissionRule>;
 }
 export interface ServerHeddleCapabilities {
   protocolVersion: number;
@@ -171,6 +207,7 @@ export interface SessionNewResult {
   workspace: string;
   model: string;
   permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
+  warnings?: Array<string>;
 }
 export interface TextDeltaEvent {
   kind: "textDelta";
@@ -179,6 +216,15 @@ export interface TextDeltaEvent {
 export interface ThinkingDeltaEvent {
   kind: "thinkingDelta";
   text: string;
+}
+export interface TodoEvent {
+  kind: "todo";
+  todos: Array<TodoItem>;
+}
+export interface TodoItem {
+  content: string;
+  status: "completed" | "inProgress" | "pending";
+  activeForm?: string | null;
 }
 export interface TombstoneEvent {
   kind: "tombstone";
@@ -225,7 +271,7 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -264,4 +310,4 @@ export interface UsageEvent {
   contextWindow?: number;
   tokenBudget?: number | null;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent;

@@ -87,6 +87,20 @@ class PermissionAnswered(msgspec.Struct, frozen=True):
     decision: Literal["allowOnce", "allowAlways", "reject"]
     rule: str | None = None
     reason: str | None = None
+    scope: Literal["session", "project", "user"] | None = None
+    """With allowAlways: where the rule was kept."""
+
+
+class TodoItem(msgspec.Struct, frozen=True):
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+    active_form: str | None = None
+
+
+class TodoUpdate(msgspec.Struct, frozen=True):
+    """The agent's plan, as TodoWrite last set it."""
+
+    todos: tuple[TodoItem, ...]
 
 
 class Retry(msgspec.Struct, frozen=True):
@@ -188,4 +202,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
+    TodoUpdate,
 ]

@@ -1,18 +1,29 @@
-"""Permission decisions: rules first (deny beats allow), then the mode; what is left asks."""
+"""Permission decisions: deny rules, the plan mode, ask, allow, then the mode; what is left asks.
+
+A session's policy holds its mode, its rules (each with a scope: the session, the project's
+settings file or the user's), its tool hooks and the secrets its tools may see. Rules saved with project or user scope are
+written to their settings file, so the next session reads them again.
+"""
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Iterable, Literal, Protocol
 
 from heddle.loop.events import Preview
+from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
+                                      check_rule, covers, parse_rule, path_matches, rule_matches)
+from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
+from heddle.settings import HookSettings, LoadedSettings, PermissionMode, SettingsFiles
 from heddle.tools.base import Tool, ToolContext
 
-Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+Mode = PermissionMode
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit"})
+
+__all__ = ["Allow", "Ask", "Asker", "Decision", "Deny", "EDIT_TOOLS", "MODES", "Mode",
+           "PermissionAnswer", "PermissionPolicy", "PermissionPrompt", "Rule", "RuleError",
+           "SettingsWriteError", "parse_rule", "rule_matches"]
 
 
 @dataclass(frozen=True)
@@ -50,60 +61,130 @@ class PermissionAnswer:
     message: str | None = None
     reason: str | None = None
     """Set when nobody was asked (e.g. the client cannot answer)."""
+    scope: RuleScope | None = None
+    """With allowAlways: where to keep the rule. None: the session."""
 
 
 class Asker(Protocol):
     async def __call__(self, prompt: PermissionPrompt) -> PermissionAnswer: ...
 
 
-def parse_rule(rule: str) -> tuple[str, str | None]:
-    rule = rule.strip()
-    if rule.endswith(")") and "(" in rule:
-        name, _, rest = rule.partition("(")
-        return name.strip(), rest[:-1]
-    return rule, None
+def _where(rule: Rule) -> str:
+    return "a session rule" if rule.scope == "session" else f"{rule.scope} settings"
 
 
-def rule_matches(rule: str, tool: Tool, inp: Any, ctx: ToolContext) -> bool:
-    name, pattern = parse_rule(rule)
-    if name != tool.name:
-        return False
-    if pattern is None or pattern in ("", "*"):
-        return True
-    if tool.name == "Bash":
-        command = inp.command.strip()
-        if pattern.endswith(":*"):
-            prefix = pattern[:-2]
-            return command == prefix or command.startswith(prefix + " ")
-        return command == pattern
-    path = getattr(inp, "path", None)
-    if path is None:
-        return False
-    expanded = str(Path(pattern).expanduser()) if pattern.startswith("~") else pattern
-    rel = ctx.relative(Path(path))
-    return any(fnmatch.fnmatchcase(candidate, expanded) for candidate in (rel, path))
-
-
-@dataclass
 class PermissionPolicy:
-    mode: Mode = "default"
-    allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
+    def __init__(self, mode: Mode = "default", allow: Iterable[str] = (),
+                 deny: Iterable[str] = (), ask: Iterable[str] = (), rules: Iterable[Rule] = (),
+                 hooks: HookSettings | None = None, files: SettingsFiles | None = None,
+                 pass_env: Iterable[str] = ()):
+        self.mode: Mode = mode
+        self.rules: list[Rule] = list(rules) + [
+            Rule(kind, check_rule(p)) for kind, patterns in (("allow", allow), ("deny", deny),
+                                                             ("ask", ask)) for p in patterns]
+        self.hooks = hooks or HookSettings()
+        self.files = files
+        """Where project and user rules are saved; None: only session rules can be added."""
+        self.pass_env = tuple(pass_env)
+        """Secret-looking environment variables tool processes may see all the same."""
 
-    def decide(self, tool: Tool, inp: Any, ctx: ToolContext) -> Decision:
-        for rule in self.deny:
-            if rule_matches(rule, tool, inp, ctx):
-                return Deny(f"{tool.name} is denied by the rule {rule}")
-        if self.mode == "bypassPermissions":
-            return Allow("mode bypassPermissions")
+    @classmethod
+    def from_settings(cls, loaded: LoadedSettings, mode: Mode | None = None) -> PermissionPolicy:
+        rules = [Rule(kind, pattern, scope)
+                 for scope, settings in (("user", loaded.user), ("project", loaded.project))
+                 for kind in KINDS for pattern in getattr(settings.permissions, kind)]
+        return cls(mode or loaded.settings.permissions.mode or "default", rules=rules,
+                   hooks=loaded.settings.hooks, files=loaded.files,
+                   pass_env=loaded.settings.tools.pass_env)
+
+    def patterns(self, kind: RuleKind) -> list[str]:
+        return [r.pattern for r in self.rules if r.kind == kind]
+
+    @property
+    def allow(self) -> list[str]:
+        return self.patterns("allow")
+
+    @property
+    def deny(self) -> list[str]:
+        return self.patterns("deny")
+
+    @property
+    def ask(self) -> list[str]:
+        return self.patterns("ask")
+
+    # -- changing rules -------------------------------------------------------------------------
+    def add(self, rule: Rule) -> Rule:
+        """Add a rule; project and user rules are saved to their file first.
+
+        RuleError if the rule does not parse, SettingsWriteError if it cannot be saved.
+        """
+        rule = Rule(rule.kind, check_rule(rule.pattern), rule.scope)
+        if rule.scope != "session":
+            add_rule(self._file(rule.scope), rule.kind, rule.pattern)
+        if rule not in self.rules:
+            self.rules.append(rule)
+        return rule
+
+    def revoke(self, pattern: str, kind: RuleKind | None = None,
+               scope: RuleScope | None = None) -> list[Rule]:
+        """Remove matching rules (from their file too); returns what was removed."""
+        wanted = check_rule(pattern)
+        gone = [r for r in self.rules if (kind is None or r.kind == kind)
+                and (scope is None or r.scope == scope) and _same(r.pattern, wanted)]
+        for rule in gone:
+            if rule.scope != "session":
+                remove_rule(self._file(rule.scope), rule.kind, rule.pattern)
+            self.rules.remove(rule)
+        return gone
+
+    def _file(self, scope: str) -> Path:
+        path = self.files.for_scope(scope) if self.files else None
+        if path is None:
+            raise SettingsWriteError(f"this session has no {scope} settings file")
+        return path
+
+    # -- deciding -------------------------------------------------------------------------------
+    def allows_outside(self, tool_name: str, path: Path, workspace: Path) -> bool:
+        """Whether an allow or ask rule with a path pattern lets `tool_name` use `path` although
+        it is outside the workspace."""
+        for rule in self.rules:
+            if rule.kind == "deny":
+                continue
+            name, pattern = parse_rule(rule.pattern)
+            if pattern and covers(name, tool_name) and path_matches(pattern, path, workspace):
+                return True
+        return False
+
+    def _first(self, kind: RuleKind, tool: Tool, inp: Any, ctx: ToolContext) -> Rule | None:
+        return next((r for r in self.rules
+                     if r.kind == kind and rule_matches(r.pattern, tool, inp, ctx, kind)), None)
+
+    def decide(self, tool: Tool, inp: Any, ctx: ToolContext, hook: str | None = None,
+               hook_reason: str | None = None) -> Decision:
+        """`hook`: what the PreToolUse hooks said (`allow` or `ask`; a hook's deny never gets
+        here)."""
+        if rule := self._first("deny", tool, inp, ctx):
+            return Deny(f"{tool.name} is denied by the rule {rule.pattern} ({_where(rule)}).")
         if self.mode == "plan" and not tool.read_only:
             return Deny(f"{tool.name} is not available in plan mode: only read-only tools run. "
                         "Describe the change you would make instead.")
-        for rule in self.allow:
-            if rule_matches(rule, tool, inp, ctx):
-                return Allow(f"rule {rule}")
+        if hook == "ask" or self._first("ask", tool, inp, ctx):
+            return Ask(tool.rule_for(inp, ctx))
+        if hook == "allow":
+            return Allow(f"PreToolUse hook{': ' + hook_reason if hook_reason else ''}")
+        if self.mode == "bypassPermissions":
+            return Allow("mode bypassPermissions")
+        if rule := self._first("allow", tool, inp, ctx):
+            return Allow(f"rule {rule.pattern} ({_where(rule)})")
         if tool.read_only:
             return Allow("read-only tool")
         if self.mode == "acceptEdits" and tool.name in EDIT_TOOLS:
             return Allow("mode acceptEdits")
         return Ask(tool.rule_for(inp, ctx))
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return check_rule(a) == b
+    except RuleError:
+        return a == b

@@ -8,7 +8,7 @@ import heddle_protocol as wire
 from heddle_protocol import events as wev
 from heddle.loop import events as core
 from heddle.loop.prompt import ContextItem
-from heddle.permissions.policy import PermissionPrompt
+from heddle.permissions.policy import PermissionPrompt, Rule
 
 
 def error_info(e: core.ErrorInfo | None) -> wire.ErrorInfo | None:
@@ -46,9 +46,11 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
                                              summary=summary, diff=diff)
         case core.PermissionAsked(call_id, title, prev):
             return wev.PermissionAskedEvent(tool_call_id=call_id, title=title, preview=preview(prev))
-        case core.PermissionAnswered(call_id, decision, rule, reason):
+        case core.PermissionAnswered(call_id, decision, rule, reason, scope):
             return wev.PermissionAnsweredEvent(tool_call_id=call_id, decision=decision, rule=rule,
-                                               reason=reason)
+                                               reason=reason, scope=scope)
+        case core.TodoUpdate(todos):
+            return wev.TodoEvent(todos=[todo_item(t) for t in todos])
         case core.Retry(attempt, max_attempts, delay_ms, err):
             return wev.RetryEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay_ms,
                                   error=error_info(err))
@@ -100,6 +102,15 @@ def turn_result(turn_id: str, t: core.Terminal) -> wire.TurnStartResult:
 def context_items(items: list[wire.ContextItem]) -> list[ContextItem]:
     return [ContextItem(i.path, i.text, i.range.start_line if i.range else None,
                         i.range.end_line if i.range else None, i.language) for i in items]
+
+
+def todo_item(t: core.TodoItem) -> wev.TodoItem:
+    status = "inProgress" if t.status == "in_progress" else t.status
+    return wev.TodoItem(content=t.content, status=status, active_form=t.active_form)
+
+
+def rule(r: Rule) -> wire.PermissionRule:
+    return wire.PermissionRule(rule=r.pattern, kind=r.kind, scope=r.scope)
 
 
 def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wire.PermissionRequestParams:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
@@ -15,6 +17,7 @@ from heddle_protocol import ErrorCode, Kind, method
 from heddle_protocol.events import TurnEventParams
 from heddle.loop.events import TurnEnded
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
+from heddle.settings import load_settings
 from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.protocol import RpcError
@@ -69,16 +72,19 @@ def register(server: HeddleServer) -> None:
         await server.cancel_all_turns()
 
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
-        mode = p.permission_mode or "default"
+        folder = Path(p.workspace)
+        settings = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
+        policy = PermissionPolicy.from_settings(settings, p.permission_mode)
         options = SessionOptions(
             fallback_model=p.fallback_model or server.fallback_model,
             thinking_budget=p.thinking_budget,
             summary_model=p.summary_model or server.summary_model)
-        s = server.sessions.new(p.workspace, p.model or server.default_model,
-                                PermissionPolicy(mode=mode), p.system_prompt, options)
-        log.info("session %s on %s (model %s, mode %s)", s.id, s.workspace, s.model, mode)
+        s = server.sessions.new(p.workspace, p.model or settings.settings.model
+                                or server.default_model, policy, p.system_prompt, options)
+        log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
+                 policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
-                                     permission_mode=s.policy.mode)
+                                     permission_mode=s.policy.mode, warnings=settings.warnings)
 
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
@@ -113,7 +119,8 @@ def register(server: HeddleServer) -> None:
 
     async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
         session, loaded = server.sessions.load(
-            p.session_id, lambda mode: PermissionPolicy(mode=mode), server.session_options())
+            p.session_id, lambda mode, workspace: PermissionPolicy.from_settings(
+                load_settings(Path(workspace)), mode), server.session_options())
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1
@@ -136,6 +143,9 @@ def register(server: HeddleServer) -> None:
     _handler(server, "session/list", session_list)
     _handler(server, "session/load", session_load)
     _handler(server, "turn/cancel", turn_cancel)
+    from heddle.rpc import documents, permissions
+    for area in (documents, permissions):
+        area.register(server)
 
 
 def _asker(server: HeddleServer, session: Session, turn_id: str):
@@ -156,5 +166,5 @@ def _asker(server: HeddleServer, session: Session, turn_id: str):
             answer = msgspec.convert(raw, wire.PermissionRequestResult)
         except msgspec.ValidationError as exc:
             return PermissionAnswer("reject", reason=f"the editor's answer was invalid: {exc}")
-        return PermissionAnswer(answer.decision, answer.rule, answer.message)
+        return PermissionAnswer(answer.decision, answer.rule, answer.message, scope=answer.scope)
     return ask

@@ -17,6 +17,7 @@ from heddle.loop.messages import Message
 from heddle.permissions.policy import PermissionPolicy
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptWriter, read)
+from heddle.tools.documents import EditorDocuments
 
 log = logging.getLogger(__name__)
 SESSION_ID = re.compile(r"[0-9a-f]{32}")
@@ -79,6 +80,8 @@ class Session:
     queue: list[QueuedPrompt] = field(default_factory=list)
     transcript: TranscriptWriter | None = None
     created_at: float = field(default_factory=time.time)
+    documents: EditorDocuments | None = None
+    """The editor's open documents (one set for the daemon's sessions)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class SessionRegistry:
         self._sessions: dict[str, Session] = {}
         self.directory = directory
         """Where transcripts live; None keeps sessions in memory only."""
+        self.documents = EditorDocuments()
 
     def new(self, workspace: str, model: str, policy: PermissionPolicy,
             system_extra: str | None = None, options: SessionOptions = SessionOptions()) -> Session:
@@ -110,7 +114,7 @@ class SessionRegistry:
         if not path.is_dir():
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
-                          system_extra, options=options)
+                          system_extra, options=options, documents=self.documents)
         if self.directory is not None:
             session.transcript = TranscriptWriter(
                 self.directory / f"{session.id}.jsonl",
@@ -137,7 +141,7 @@ class SessionRegistry:
                                      h.session_id in self._sessions))
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
-    def load(self, session_id: str, policy_for: Callable[[str], PermissionPolicy],
+    def load(self, session_id: str, policy_for: Callable[[str, str], PermissionPolicy],
              options: SessionOptions) -> tuple[Session, Loaded]:
         """Bring a session back from its transcript (or return the live one), repaired."""
         if not SESSION_ID.fullmatch(session_id):
@@ -153,9 +157,11 @@ class SessionRegistry:
         if live is not None:
             return live, loaded
         h = loaded.header
-        session = Session(h.session_id, Path(h.workspace), h.model, policy_for(h.permission_mode),
+        session = Session(h.session_id, Path(h.workspace), h.model,
+                          policy_for(h.permission_mode, h.workspace),
                           messages=loaded.messages, turns_run=loaded.turns, options=options,
-                          transcript=TranscriptWriter(path), created_at=h.created_at)
+                          transcript=TranscriptWriter(path), created_at=h.created_at,
+                          documents=self.documents)
         for warning in loaded.warnings:
             log.warning("session %s: %s", session_id, warning)
         self._sessions[session_id] = session

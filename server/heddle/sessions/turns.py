@@ -9,7 +9,6 @@ if that turn completes; otherwise it runs as a turn of its own.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -30,19 +29,12 @@ from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.transcript import TranscriptWriter
 from heddle.tools.base import Tool, ToolContext
+from heddle.tools.environment import tool_env
 
-SECRET_MARKERS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 DEFAULT_MAX_TURNS = 100
 QUEUED_NOTE = "[The user sent this while you were working]\n"
 
 IfBusy = Literal["reject", "interrupt", "queue"]
-
-
-def tool_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for processes tools start: the daemon's, without secrets."""
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items()
-            if not any(marker in k.upper() for marker in SECRET_MARKERS)}
 
 
 @dataclass(frozen=True)
@@ -124,7 +116,12 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                     messages=messages,
                     system=system_prompt(session.workspace, session.system_extra),
                     model=session.model, tools=deps.tools,
-                    tool_context=ToolContext(session.workspace, emit=emit, env=tool_env()),
+                    tool_context=ToolContext(
+                        session.workspace, emit=emit,
+                        env=tool_env(pass_env=session.policy.pass_env),
+                        session_id=session.id, documents=session.documents,
+                        outside_allowed=lambda tool, path: session.policy.allows_outside(
+                            tool, path, session.workspace)),
                     policy=session.policy, asker=asker,
                     deps=LoopDeps(model, compactor=ModelCompactor(model), new_id=deps.new_id,
                                   stop_hooks=deps.stop_hooks_for(session)),

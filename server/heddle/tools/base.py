@@ -24,23 +24,43 @@ class ToolOutput:
     diff: str | None = None
 
 
+class EditorBuffers(Protocol):
+    """What the editor holds open (LSP document sync)."""
+
+    def unsaved(self, path: Path) -> bool:
+        """Whether the editor's text of `path` differs from the file on disk."""
+        ...
+
+
+def _nowhere_else(tool: str, path: Path) -> bool:
+    return False
+
+
 @dataclass
 class ToolContext:
     workspace: Path
     emit: Callable[[CoreEvent], None] = lambda event: None
     env: dict[str, str] = field(default_factory=dict)
     """Environment for processes tools start (secrets already removed)."""
+    session_id: str = ""
+    documents: EditorBuffers | None = None
+    """The editor's open documents; None: the client does not sync documents."""
+    outside_allowed: Callable[[str, Path], bool] = _nowhere_else
+    """Whether a permission rule lets tool `name` use `path` outside the workspace."""
 
-    def resolve(self, raw: str) -> Path:
-        """An absolute, symlink-free path inside the workspace, or ToolError."""
+    def resolve(self, raw: str, tool: str = "") -> Path:
+        """An absolute, symlink-free path inside the workspace (or one a rule allows `tool` to
+        use), else ToolError."""
         path = Path(os.path.expanduser(raw))
         if not path.is_absolute():
             path = self.workspace / path
         resolved = path.resolve()
         root = self.workspace.resolve()
-        if resolved != root and root not in resolved.parents:
+        if resolved != root and root not in resolved.parents \
+                and not self.outside_allowed(tool, resolved):
             raise ToolError(f"{raw} is outside the workspace {root}; only files inside it "
-                            "can be used")
+                            "can be used (a permission rule in the user's settings can allow "
+                            "other paths)")
         return resolved
 
     def relative(self, path: Path) -> str:
@@ -48,6 +68,13 @@ class ToolContext:
             return str(path.relative_to(self.workspace.resolve()))
         except ValueError:
             return str(path)
+
+    def check_unsaved(self, path: Path) -> None:
+        """ToolError if the editor holds unsaved changes to `path` (they would be clobbered)."""
+        if self.documents is not None and self.documents.unsaved(path):
+            raise ToolError(f"{self.relative(path)} has unsaved changes in the editor, so it was "
+                            "not changed: writing it would overwrite them. Ask the user to save "
+                            "or discard their changes, then read the file again and retry.")
 
 
 class Tool(Protocol):

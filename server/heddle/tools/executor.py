@@ -1,7 +1,8 @@
 """Runs the tool calls of one model response, starting safe ones while the model still streams.
 
-Order of work for one call: validate input → normalise → permission decision (ask the editor
-if needed) → run. Concurrency-safe calls start as soon as their block is complete, unless an
+Order of work for one call: validate the input → normalise it (absolute paths, the workspace
+boundary) → PreToolUse hooks → rules and mode → ask the editor if needed → run → PostToolUse
+hooks. Concurrency-safe calls start as soon as their block is complete, unless an
 unsafe call came before them; unsafe calls wait for the response to end and run one at a time.
 Results are returned in request order, and every call gets one, cancelled or not.
 """
@@ -18,8 +19,11 @@ import msgspec
 
 from heddle.loop.events import PermissionAnswered, PermissionAsked, ToolCallFinished
 from heddle.loop.messages import ToolResultBlock, ToolUseBlock
-from heddle.permissions.policy import (Allow, Asker, Deny, PermissionPolicy,
-                                       PermissionPrompt)
+from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
+                                      post_tool_use, pre_tool_use)
+from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
+                                       Rule, RuleError, SettingsWriteError)
+from heddle.permissions.rules import RuleScope
 from heddle.tools.base import Tool, ToolContext, ToolError, cap
 
 log = logging.getLogger(__name__)
@@ -125,23 +129,61 @@ class ToolExecutor:
         if call.input_error:
             return "error", f"The input for {tool.name} was not valid JSON: {call.input_error}", "invalid input", None
         try:
-            inp = msgspec.convert(block.input, tool.input_type)
-        except msgspec.ValidationError as exc:
-            return "error", f"Invalid input for {tool.name}: {exc}", f"invalid input: {exc}", None
-        try:
-            inp = tool.normalise(inp, self.ctx)
-            decision = self.policy.decide(tool, inp, self.ctx)
+            inp = self._validated(tool, block.input)
+            verdict = await self._pre_hooks(tool, inp)
+            if verdict.decision == "deny":
+                self.ctx.emit(PermissionAnswered(block.id, "reject",
+                                                 reason=f"PreToolUse hook: {verdict.reason}"))
+                return ("rejected", f"A hook blocked this {tool.name} call: {verdict.reason}",
+                        "blocked by a hook", None)
+            if verdict.updated_input is not None:
+                inp = self._validated(tool, verdict.updated_input, " (as a PreToolUse hook "
+                                      "changed it)")
+            decision = self.policy.decide(tool, inp, self.ctx, verdict.decision, verdict.reason)
             if isinstance(decision, Deny):
                 self.ctx.emit(PermissionAnswered(block.id, "reject", reason=decision.message))
                 return "rejected", decision.message, "denied", None
-            if not isinstance(decision, Allow):
+            if isinstance(decision, Ask):
                 rejected = await self._ask(block, tool, inp, decision.rule)
                 if rejected is not None:
                     return "rejected", rejected, "rejected", None
             output = await tool.run(inp, self.ctx)
+        except _InvalidInput as exc:
+            return "error", str(exc), f"invalid input: {exc.detail}", None
         except ToolError as exc:
             return "error", str(exc), str(exc), None
-        return ("error" if output.is_error else "ok"), output.content, output.summary, output.diff
+        content, is_error = output.content, output.is_error
+        feedback = await self._post_hooks(tool, inp, content, is_error)
+        if feedback is not None:
+            content = f"{content}\n\n[PostToolUse hook] {feedback.text}"
+            is_error = is_error or feedback.block
+        return ("error" if is_error else "ok"), content, output.summary, output.diff
+
+    def _validated(self, tool: Tool, raw: Any, source: str = "") -> Any:
+        """Convert and normalise; _InvalidInput (naming the field) or ToolError."""
+        try:
+            inp = msgspec.convert(raw, tool.input_type)
+        except msgspec.ValidationError as exc:
+            raise _InvalidInput(f"Invalid input for {tool.name}{source}: {exc}", str(exc)) from None
+        return tool.normalise(inp, self.ctx)
+
+    def _hook_runner(self) -> HookRunner:
+        return HookRunner(self.ctx.session_id, self.ctx.workspace, self.ctx.env or None)
+
+    async def _pre_hooks(self, tool: Tool, inp: Any) -> PreToolVerdict:
+        hooks = self.policy.hooks.pre_tool_use
+        if not any(h.matches(tool.name) for h in hooks):
+            return PreToolVerdict()
+        return await pre_tool_use(hooks, self._hook_runner(), tool.name,
+                                  msgspec.to_builtins(inp), self.policy.mode)
+
+    async def _post_hooks(self, tool: Tool, inp: Any, content: str,
+                          is_error: bool) -> PostToolFeedback | None:
+        hooks = self.policy.hooks.post_tool_use
+        if not any(h.matches(tool.name) for h in hooks):
+            return None
+        return await post_tool_use(hooks, self._hook_runner(), tool.name,
+                                   msgspec.to_builtins(inp), content, is_error)
 
     async def _ask(self, block: ToolUseBlock, tool: Tool, inp: Any, rule: str) -> str | None:
         """Ask the editor; None when allowed, else the message for the model."""
@@ -151,15 +193,35 @@ class ToolExecutor:
             self.ctx.emit(PermissionAsked(block.id, title, preview))
             answer = await self.asker(PermissionPrompt(
                 block.id, tool.name, msgspec.to_builtins(inp), title, preview, rule))
-            saved = (answer.rule or rule) if answer.decision == "allowAlways" else None
-            self.ctx.emit(PermissionAnswered(block.id, answer.decision, saved, answer.reason))
-        if answer.decision == "allowAlways":
-            self.policy.allow.append(saved)
-            return None
-        if answer.decision == "allowOnce":
+            saved = scope = note = None
+            if answer.decision == "allowAlways":
+                saved, scope, note = self._keep(answer.rule or rule, answer.scope or "session")
+            self.ctx.emit(PermissionAnswered(block.id, answer.decision, saved,
+                                             answer.reason or note, scope))
+        if answer.decision in ("allowOnce", "allowAlways"):
             return None
         if answer.message:
             return f"The user rejected this {tool.name} call and said: {answer.message}"
-        return (f"The user rejected this {tool.name} call"
-                + (f" ({answer.reason})." if answer.reason else ".")
-                + " Do not retry it; ask the user how to proceed if you need it.")
+        if answer.reason:
+            return (f"This {tool.name} call did not run: {answer.reason}. Do not retry it; "
+                    "tell the user what you wanted to do instead.")
+        return (f"The user rejected this {tool.name} call. Do not retry it; ask the user how to "
+                "proceed if you need it.")
+
+    def _keep(self, rule: str, scope: RuleScope) -> tuple[str | None, RuleScope | None, str | None]:
+        """Add an "allow always" rule: (the rule kept, its scope, a note when not as asked)."""
+        try:
+            kept = self.policy.add(Rule("allow", rule, scope))
+        except RuleError as exc:
+            return None, None, f"the rule was not saved ({exc}); allowed once"
+        except SettingsWriteError as exc:
+            log.warning("cannot save rule %s: %s", rule, exc)
+            kept = self.policy.add(Rule("allow", rule, "session"))
+            return kept.pattern, "session", f"kept for this session only: {exc}"
+        return kept.pattern, scope, None
+
+
+class _InvalidInput(Exception):
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail

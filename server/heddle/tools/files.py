@@ -1,8 +1,9 @@
-"""File tools: Read and Edit."""
+"""File tools: Read and Edit, and what the editing tools share."""
 
 from __future__ import annotations
 
 import difflib
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -15,6 +16,7 @@ from heddle.loop.events import DiffPreview
 from heddle.tools.base import ToolContext, ToolError, ToolOutput
 
 MAX_LINE_CHARS = 2000
+SNIFF_BYTES = 8192
 
 
 class ReadInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -26,15 +28,17 @@ class ReadInput(msgspec.Struct, forbid_unknown_fields=True):
 class Read:
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = (
-        "Read a text file. Returns lines prefixed with their line numbers (`   12\\tcode`). "
-        "Use offset and limit to page through large files. Binary files are refused.")
+        "Read a text file. Returns lines prefixed with their line numbers (`   12\\tcode`); "
+        "the numbers are not part of the file. Large files come in pages: the result ends "
+        "with the offset to read on from. Lines over 2000 characters are cut. Binary files "
+        "are refused. Read a file before you Edit it.")
     input_type = ReadInput
     concurrency_safe = True
     read_only = True
     max_result_chars = 100_000
 
     def normalise(self, inp: ReadInput, ctx: ToolContext) -> ReadInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path)))
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
 
     def title(self, inp: ReadInput, ctx: ToolContext) -> str:
         return f"Read {ctx.relative(Path(inp.path))}"
@@ -51,29 +55,40 @@ class Read:
     def _read(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
         if path.is_dir():
-            raise ToolError(f"{inp.path} is a directory, not a file")
+            raise ToolError(f"{inp.path} is a folder, not a file; use LS to list it")
         try:
-            with path.open("rb") as f:
-                data = f.read()
+            raw = path.open("rb", buffering=1 << 16)
         except FileNotFoundError:
             raise ToolError(f"{inp.path} does not exist") from None
         except OSError as exc:
             raise ToolError(f"cannot read {inp.path}: {exc.strerror}") from None
-        if b"\0" in data[:8192]:
-            raise ToolError(f"{inp.path} is a binary file ({len(data)} bytes); Read shows text only")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        if not lines:
+        budget = self.max_result_chars - 500
+        out: list[str] = []
+        size = total = 0
+        with raw:
+            if b"\0" in raw.peek(SNIFF_BYTES)[:SNIFF_BYTES]:
+                raise ToolError(f"{inp.path} is a binary file ({os.fstat(raw.fileno()).st_size} "
+                                "bytes); Read shows text files only")
+            end = inp.offset + inp.limit
+            for total, line in enumerate(io.TextIOWrapper(raw, "utf-8", "replace", "\n"), 1):
+                if total < inp.offset or total >= end or size > budget:
+                    continue
+                line = line.rstrip("\r\n")
+                if len(line) > MAX_LINE_CHARS:
+                    line = f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters]"
+                out.append(f"{total:>6}\t{line}")
+                size += len(out[-1]) + 1
+        if total == 0:
             return ToolOutput("(the file is empty)", "empty file")
-        start = inp.offset - 1
-        if start >= len(lines):
-            raise ToolError(f"offset {inp.offset} is past the end of the file ({len(lines)} lines)")
-        chunk = lines[start:start + inp.limit]
-        out = [f"{n:>6}\t{line[:MAX_LINE_CHARS]}" for n, line in enumerate(chunk, start + 1)]
-        shown_to = start + len(chunk)
-        if shown_to < len(lines):
-            out.append(f"\n(lines {inp.offset}-{shown_to} of {len(lines)}; "
+        if not out:
+            raise ToolError(f"offset {inp.offset} is past the end of the file ({total} lines)")
+        shown_to = inp.offset + len(out) - 1
+        if shown_to < total:
+            out.append(f"\n(lines {inp.offset}-{shown_to} of {total}; "
                        f"read on with offset={shown_to + 1})")
-        return ToolOutput("\n".join(out), f"{len(chunk)} lines")
+        if ctx.documents is not None and ctx.documents.unsaved(path):
+            out.append("\n(The editor has unsaved changes to this file; this is the saved version.)")
+        return ToolOutput("\n".join(out), f"{shown_to - inp.offset + 1} lines")
 
 
 class EditInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -103,19 +118,53 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def read_text(path: Path) -> str | None:
+    """The file's text exactly as stored (line endings kept); None if it does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a folder, not a file") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not a UTF-8 text file; it can only be changed with "
+                        "Bash") from None
+
+
+def replace_text(text: str, old: str, new: str, replace_all: bool, where: str) -> tuple[str, int]:
+    """`text` with `old` replaced: it must occur exactly once unless `replace_all`."""
+    if old == new:
+        raise ToolError("old_string and new_string are the same; nothing to change")
+    if "\r\n" in text and "\r\n" not in old:  # the model sees and writes \n line endings
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {where}; read the file and copy the text "
+                        "exactly, whitespace included")
+    if count > 1 and not replace_all:
+        raise ToolError(f"old_string occurs {count} times in {where}; include more surrounding "
+                        "text to make it unique, or set replace_all")
+    return text.replace(old, new), count
+
+
 class Edit:
     name: ClassVar[str] = "Edit"
     description: ClassVar[str] = (
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
-        "included) and occur once, unless replace_all is true. With an empty old_string and a "
-        "path that does not exist, creates the file with new_string.")
+        "included, without Read's line-number prefixes) and occur once, unless replace_all is "
+        "true. With an empty old_string and a path that does not exist, creates the file with "
+        "new_string. Fails if the editor has unsaved changes to the file.")
     input_type = EditInput
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
 
     def normalise(self, inp: EditInput, ctx: ToolContext) -> EditInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path)))
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
 
     def title(self, inp: EditInput, ctx: ToolContext) -> str:
         return f"Edit {ctx.relative(Path(inp.path))}"
@@ -123,34 +172,27 @@ class Edit:
     def rule_for(self, inp: EditInput, ctx: ToolContext) -> str:
         return f"Edit({ctx.relative(Path(inp.path))})"
 
-    def _apply(self, inp: EditInput) -> tuple[str, str, int]:
+    def _apply(self, inp: EditInput, ctx: ToolContext) -> tuple[str, str, int]:
         path = Path(inp.path)
-        if not path.exists():
+        ctx.check_unsaved(path)
+        before = read_text(path)
+        if before is None:
             if inp.old_string == "":
                 return "", inp.new_string, 1
             raise ToolError(f"{inp.path} does not exist (use an empty old_string to create it)")
-        before = path.read_text(encoding="utf-8")
         if inp.old_string == "":
             raise ToolError(f"{inp.path} already exists; old_string must not be empty")
-        if inp.old_string == inp.new_string:
-            raise ToolError("old_string and new_string are the same; nothing to change")
-        count = before.count(inp.old_string)
-        if count == 0:
-            raise ToolError(f"old_string was not found in {inp.path}; read the file and copy "
-                            "the text exactly")
-        if count > 1 and not inp.replace_all:
-            raise ToolError(f"old_string occurs {count} times in {inp.path}; include more "
-                            "surrounding text to make it unique, or set replace_all")
-        return before, before.replace(inp.old_string, inp.new_string), count
+        after, count = replace_text(before, inp.old_string, inp.new_string, inp.replace_all,
+                                    inp.path)
+        return before, after, count
 
     async def preview(self, inp: EditInput, ctx: ToolContext) -> DiffPreview | None:
-        before, after, _ = await anyio.to_thread.run_sync(self._apply, inp)
-        rel = ctx.relative(Path(inp.path))
-        return DiffPreview(inp.path, unified_diff(rel, before, after))
+        before, after, _ = await anyio.to_thread.run_sync(self._apply, inp, ctx)
+        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before, after))
 
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
-            before, after, count = self._apply(inp)
+            before, after, count = self._apply(inp, ctx)
             write_atomic(Path(inp.path), after)
             rel = ctx.relative(Path(inp.path))
             noun = "replacement" if count == 1 else "replacements"

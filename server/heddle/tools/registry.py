@@ -1,12 +1,16 @@
-"""The built-in tool set."""
+"""The built-in tool set (the Task tool, a sub-agent, is not part of it yet)."""
 
 from __future__ import annotations
 
 from heddle.tools.base import Tool
+from heddle.tools.edits import MultiEdit, Write
 from heddle.tools.files import Edit, Read
+from heddle.tools.listing import LS, Glob
 from heddle.tools.search import Grep
 from heddle.tools.shell import Bash
+from heddle.tools.todo import TodoWrite
 
 
 def builtin_tools() -> dict[str, Tool]:
-    return {t.name: t for t in (Read(), Grep(), Edit(), Bash())}
+    tools = (Read(), Glob(), Grep(), LS(), Edit(), MultiEdit(), Write(), Bash(), TodoWrite())
+    return {t.name: t for t in tools}

@@ -36,15 +36,17 @@ class GrepInput(msgspec.Struct, forbid_unknown_fields=True):
 class Grep:
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = (
-        "Search file contents with a regular expression (ripgrep; .gitignore is honoured). "
-        "output_mode: content (matching lines with line numbers), files_with_matches, or count.")
+        "Search file contents with a regular expression (ripgrep: Rust regex syntax; files "
+        "ignored by .gitignore and the .git folder are skipped, hidden files are searched). "
+        "output_mode: content (matching lines as path:line:text), files_with_matches, or "
+        "count. Narrow with glob (e.g. *.py) and path; context adds lines around matches.")
     input_type = GrepInput
     concurrency_safe = True
     read_only = True
     max_result_chars = 30_000
 
     def normalise(self, inp: GrepInput, ctx: ToolContext) -> GrepInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path)))
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
 
     def title(self, inp: GrepInput, ctx: ToolContext) -> str:
         return f"Search \"{inp.pattern}\" in {ctx.relative(Path(inp.path)) or '.'}"
@@ -56,7 +58,8 @@ class Grep:
         return None
 
     async def run(self, inp: GrepInput, ctx: ToolContext) -> ToolOutput:
-        args = [ripgrep(), "--color", "never", "--no-heading", "--no-messages"]
+        args = [ripgrep(), "--color", "never", "--no-heading", "--no-messages", "--hidden",
+                "--no-require-git", "--glob", "!.git"]
         if inp.output_mode == "files_with_matches":
             args.append("--files-with-matches")
         elif inp.output_mode == "count":

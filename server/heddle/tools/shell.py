@@ -11,7 +11,9 @@ import anyio
 import msgspec
 
 from heddle.loop.events import CommandPreview
+from heddle.permissions.rules import bash_rule_for
 from heddle.tools.base import ToolContext, ToolOutput, cap
+from heddle.tools.environment import tool_env
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
@@ -41,12 +43,41 @@ async def kill_group(process: anyio.abc.Process) -> None:
                 break
 
 
+class HeadTail:
+    """Keeps the first and the last `keep` bytes of a stream, and how much fell in between."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.keep:
+            self.dropped += len(self.tail) - self.keep
+            del self.tail[:len(self.tail) - self.keep]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n\n[... {self.dropped} bytes omitted ...]\n\n{tail}"
+
+
 class Bash:
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = (
         "Run a bash command in the workspace folder and return its exit code and combined "
         "stdout/stderr. Long output is cut in the middle. The command is killed with all its "
-        "children after `timeout` seconds.")
+        "children after `timeout` seconds. Stdin is empty, so interactive commands fail. "
+        "Environment variables holding secrets (API keys, tokens) are not passed on. Prefer "
+        "Read, Glob, Grep and LS to inspect files, and Edit to change them.")
     input_type = BashInput
     concurrency_safe = False
     read_only = False
@@ -60,27 +91,22 @@ class Bash:
         return f"Run: {first[:120]}"
 
     def rule_for(self, inp: BashInput, ctx: ToolContext) -> str:
-        words = inp.command.split()
-        prefix = " ".join(words[:2]) if len(words) > 1 else (words[0] if words else "")
-        return f"Bash({prefix}:*)"
+        return bash_rule_for(inp.command)
 
     async def preview(self, inp: BashInput, ctx: ToolContext) -> CommandPreview:
         return CommandPreview(inp.command, str(ctx.workspace))
 
     async def run(self, inp: BashInput, ctx: ToolContext) -> ToolOutput:
         process = await anyio.open_process(
-            ["/bin/bash", "-c", inp.command], cwd=str(ctx.workspace), env=ctx.env or None,
+            ["/bin/bash", "-c", inp.command], cwd=str(ctx.workspace), env=ctx.env or tool_env(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True)
-        chunks: list[bytes] = []
-        size = 0
+        output = HeadTail(self.max_result_chars * 2)
         timed_out = False
         try:
             with anyio.move_on_after(inp.timeout) as scope:
                 async for chunk in process.stdout:
-                    if size < self.max_result_chars * 4:
-                        chunks.append(chunk)
-                    size += len(chunk)
+                    output.add(chunk)
                 await process.wait()
             timed_out = scope.cancelled_caught
         finally:
@@ -92,7 +118,7 @@ class Bash:
                 except (ProcessLookupError, PermissionError):
                     pass
             await process.aclose()
-        output = cap(b"".join(chunks).decode("utf-8", errors="replace"), self.max_result_chars)
+        output = cap(output.text(), self.max_result_chars)
         if timed_out:
             return ToolOutput(f"Command timed out after {inp.timeout:g} s and was killed.\n"
                               f"{output}", f"timed out after {inp.timeout:g} s", is_error=True)

@@ -9,6 +9,9 @@ return {
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",
     PERMISSION_REQUEST = "permission/request",
+    RULES_LIST = "rules/list",
+    RULES_ADD = "rules/add",
+    RULES_REVOKE = "rules/revoke",
   },
   event_kinds = {
     "turnStarted",
@@ -28,6 +31,7 @@ return {
     "modelFallback",
     "compaction",
     "toolSummary",
+    "todo",
   },
   errors = {
     PARSE_ERROR = -32700,

@@ -1,0 +1,45 @@
+"""LSP document sync (`textDocument/didOpen`, `didChange`, `didClose`) into the core's view of
+what the editor holds. pygls applies incremental changes to its own copy first; the full text
+is handed on, so Edit and Write can tell when a file has unsaved changes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
+
+if TYPE_CHECKING:
+    from heddle.rpc.server import HeddleServer
+
+
+def _path(uri: str) -> Path | None:
+    """The resolved path of a `file:` URI; None for other schemes (untitled buffers, ...)."""
+    if not uri.startswith("file:"):
+        return None
+    fs = to_fs_path(uri)
+    return Path(os.path.realpath(fs)) if fs else None
+
+
+def register(server: HeddleServer) -> None:
+    documents = server.sessions.documents
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        if (path := _path(doc.uri)) is not None:
+            documents.open(path, doc.text, doc.version)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if (path := _path(uri)) is not None:
+            text = server.workspace.get_text_document(uri).source
+            documents.change(path, text, params.text_document.version)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        if (path := _path(params.text_document.uri)) is not None:
+            documents.close(path)

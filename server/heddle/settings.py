@@ -1,0 +1,213 @@
+"""Settings: a typed, defaulted struct read from the user's and the project's TOML files.
+
+    $XDG_CONFIG_HOME/heddle/settings.toml   (default ~/.config/heddle/settings.toml)  user
+    <workspace>/.heddle/settings.toml                                               project
+
+The project file wins for single values; lists (permission rules, hooks, `pass_env`) are
+concatenated, user first, and each rule remembers the file it came from. A file that cannot
+be read or parsed is ignored; a setting with the wrong type is ignored on its own (a bad hook
+does not cost the deny rules next to it). Every problem is logged and returned as a warning;
+nothing here raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping, TypeVar, get_args, get_origin
+
+import msgspec
+
+from heddle.permissions.rules import RuleError, check_rule
+
+log = logging.getLogger(__name__)
+
+PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+DEFAULT_HOOK_TIMEOUT = 60.0
+
+
+class HookCommand(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    command: str
+    """Run with `bash -c` in the workspace; gets the event as JSON on stdin."""
+    matcher: str | None = None
+    """Regular expression over the tool name (`Edit|Write`). Omitted, "" or "*": every tool."""
+    timeout: float = DEFAULT_HOOK_TIMEOUT
+    """Seconds before the hook is killed (with its whole process group)."""
+
+    def matches(self, tool_name: str) -> bool:
+        if self.matcher in (None, "", "*"):
+            return True
+        try:
+            return re.fullmatch(self.matcher, tool_name) is not None
+        except re.error:
+            return self.matcher == tool_name
+
+
+class HookSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
+                   rename={"pre_tool_use": "PreToolUse", "post_tool_use": "PostToolUse",
+                           "stop": "Stop"}):
+    pre_tool_use: list[HookCommand] = []
+    post_tool_use: list[HookCommand] = []
+    stop: list[HookCommand] = []
+
+
+class PermissionSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    mode: PermissionMode | None = None
+    """Mode of new sessions that do not ask for one. Omitted: `default`."""
+    allow: list[str] = []
+    deny: list[str] = []
+    ask: list[str] = []
+
+
+class ToolSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    pass_env: list[str] = []
+    """Environment variables passed to tool processes even though they look like secrets."""
+
+
+class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    model: str | None = None
+    fallback_model: str | None = None
+    permissions: PermissionSettings = PermissionSettings()
+    hooks: HookSettings = HookSettings()
+    tools: ToolSettings = ToolSettings()
+
+
+@dataclass(frozen=True)
+class SettingsFiles:
+    user: Path
+    project: Path | None
+
+    def for_scope(self, scope: str) -> Path | None:
+        return {"user": self.user, "project": self.project}.get(scope)
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    settings: Settings
+    """User and project merged: what the session runs with."""
+    user: Settings
+    project: Settings
+    files: SettingsFiles
+    warnings: list[str] = field(default_factory=list)
+
+
+def user_settings_path(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "heddle" / "settings.toml"
+
+
+def project_settings_path(workspace: Path) -> Path:
+    return workspace / ".heddle" / "settings.toml"
+
+
+def load_settings(workspace: Path | None, environ: Mapping[str, str] | None = None
+                  ) -> LoadedSettings:
+    files = SettingsFiles(user_settings_path(environ),
+                          project_settings_path(workspace) if workspace is not None else None)
+    warnings: list[str] = []
+    user = read_file(files.user, warnings)
+    project = read_file(files.project, warnings) if files.project else Settings()
+    for warning in warnings:
+        log.warning("settings: %s", warning)
+    return LoadedSettings(merge(user, project), user, project, files, warnings)
+
+
+def read_file(path: Path, warnings: list[str]) -> Settings:
+    """One settings file; missing → defaults; every problem → a warning and that part ignored."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, UnicodeDecodeError) as exc:
+        warnings.append(f"cannot read {path}: {exc}; using the defaults instead")
+        return Settings()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        warnings.append(f"{path} is not valid TOML ({exc}); using the defaults instead")
+        return Settings()
+    problems: list[str] = []
+    settings = _lenient(data, Settings, "", problems)
+    settings = _drop_bad_rules(settings, problems)
+    warnings.extend(f"{path}: {p}" for p in problems)
+    return settings
+
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _lenient(data: Any, typ: type[S], where: str, problems: list[str]) -> S:
+    """Convert `data`, keeping every field (and list item) that is valid on its own."""
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a table, got {type(data).__name__} (ignored)")
+        return typ()
+    try:
+        return msgspec.convert(data, typ)
+    except msgspec.ValidationError:
+        pass
+    fields = {f.encode_name: f for f in msgspec.structs.fields(typ)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{where}.{key}" if where else key
+        info = fields.get(key)
+        if info is None:
+            problems.append(f"{name}: unknown setting (ignored)")
+        elif isinstance(info.type, type) and issubclass(info.type, msgspec.Struct):
+            values[info.name] = _lenient(value, info.type, name, problems)
+        elif get_origin(info.type) is list and isinstance(value, list):
+            (item_type,) = get_args(info.type)
+            items = [_convert(v, item_type, f"{name}[{i}]", problems) for i, v in enumerate(value)]
+            values[info.name] = [v for v in items if v is not _BAD]
+        else:
+            converted = _convert(value, info.type, name, problems)
+            if converted is not _BAD:
+                values[info.name] = converted
+    return typ(**values)
+
+
+_BAD = object()
+
+
+def _convert(value: Any, typ: Any, where: str, problems: list[str]) -> Any:
+    try:
+        return msgspec.convert(value, typ)
+    except msgspec.ValidationError as exc:
+        problems.append(f"{where}: {exc} (ignored)")
+        return _BAD
+
+
+def _drop_bad_rules(settings: Settings, problems: list[str]) -> Settings:
+    def valid(kind: str, rules: list[str]) -> list[str]:
+        kept = []
+        for i, rule in enumerate(rules):
+            try:
+                check_rule(rule)
+            except RuleError as exc:
+                problems.append(f"permissions.{kind}[{i}]: {exc} (ignored)")
+            else:
+                kept.append(rule)
+        return kept
+
+    p = settings.permissions
+    return msgspec.structs.replace(settings, permissions=msgspec.structs.replace(
+        p, allow=valid("allow", p.allow), deny=valid("deny", p.deny), ask=valid("ask", p.ask)))
+
+
+def merge(user: Settings, project: Settings) -> Settings:
+    """Project over user; lists concatenated, user first."""
+    up, pp = user.permissions, project.permissions
+    uh, ph = user.hooks, project.hooks
+    return Settings(
+        model=project.model or user.model,
+        fallback_model=project.fallback_model or user.fallback_model,
+        permissions=PermissionSettings(mode=pp.mode or up.mode, allow=up.allow + pp.allow,
+                                       deny=up.deny + pp.deny, ask=up.ask + pp.ask),
+        hooks=HookSettings(pre_tool_use=uh.pre_tool_use + ph.pre_tool_use,
+                           post_tool_use=uh.post_tool_use + ph.post_tool_use,
+                           stop=uh.stop + ph.stop),
+        tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env))

@@ -1,0 +1,143 @@
+"""Write (a whole file) and MultiEdit (several exact replacements in one file, all or nothing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import anyio
+import msgspec
+
+from heddle.loop.events import DiffPreview
+from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.files import read_text, replace_text, unified_diff, write_atomic
+
+
+def _lines(text: str) -> str:
+    n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+class WriteInput(msgspec.Struct, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="File to write, absolute or relative to the workspace; missing folders are created")]
+    content: Annotated[str, msgspec.Meta(description="The complete new content of the file")]
+
+
+class Write:
+    name: ClassVar[str] = "Write"
+    description: ClassVar[str] = (
+        "Create a file, or replace a file's whole content. Prefer Edit or MultiEdit to change "
+        "part of an existing file. Fails if the editor has unsaved changes to the file.")
+    input_type = WriteInput
+    concurrency_safe = False
+    read_only = False
+    max_result_chars = 20_000
+
+    def normalise(self, inp: WriteInput, ctx: ToolContext) -> WriteInput:
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+
+    def title(self, inp: WriteInput, ctx: ToolContext) -> str:
+        return f"Write {ctx.relative(Path(inp.path))}"
+
+    def rule_for(self, inp: WriteInput, ctx: ToolContext) -> str:
+        return f"Edit({ctx.relative(Path(inp.path))})"
+
+    def _before(self, inp: WriteInput, ctx: ToolContext) -> str | None:
+        path = Path(inp.path)
+        ctx.check_unsaved(path)
+        return read_text(path)
+
+    async def preview(self, inp: WriteInput, ctx: ToolContext) -> DiffPreview:
+        before = await anyio.to_thread.run_sync(self._before, inp, ctx)
+        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before or "",
+                                                  inp.content))
+
+    async def run(self, inp: WriteInput, ctx: ToolContext) -> ToolOutput:
+        def write() -> ToolOutput:
+            before = self._before(inp, ctx)
+            rel = ctx.relative(Path(inp.path))
+            if before == inp.content:
+                return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
+            write_atomic(Path(inp.path), inp.content)
+            verb = "Created" if before is None else "Wrote"
+            summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
+            return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
+                              diff=unified_diff(rel, before or "", inp.content))
+        return await anyio.to_thread.run_sync(write)
+
+
+class EditOperation(msgspec.Struct, forbid_unknown_fields=True):
+    old_string: Annotated[str, msgspec.Meta(description="Exact text to replace, as the file reads after the previous edits")]
+    new_string: Annotated[str, msgspec.Meta(description="Replacement text")]
+    replace_all: Annotated[bool, msgspec.Meta(description="Replace every occurrence")] = False
+
+
+class MultiEditInput(msgspec.Struct, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="File to edit, absolute or relative to the workspace")]
+    edits: Annotated[list[EditOperation], msgspec.Meta(min_length=1, description="Applied in order, each to the result of the previous one")]
+
+
+class MultiEdit:
+    name: ClassVar[str] = "MultiEdit"
+    description: ClassVar[str] = (
+        "Make several exact replacements in one file at once. Edits apply in order, each to "
+        "the text the previous one produced, with Edit's rules (unique old_string unless "
+        "replace_all). All or nothing: if any edit fails, the file is left unchanged. To create "
+        "a file, give a path that does not exist and an empty old_string in the first edit.")
+    input_type = MultiEditInput
+    concurrency_safe = False
+    read_only = False
+    max_result_chars = 20_000
+
+    def normalise(self, inp: MultiEditInput, ctx: ToolContext) -> MultiEditInput:
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+
+    def title(self, inp: MultiEditInput, ctx: ToolContext) -> str:
+        n = len(inp.edits)
+        return f"Edit {ctx.relative(Path(inp.path))} ({n} change{'s' if n != 1 else ''})"
+
+    def rule_for(self, inp: MultiEditInput, ctx: ToolContext) -> str:
+        return f"Edit({ctx.relative(Path(inp.path))})"
+
+    def _apply(self, inp: MultiEditInput, ctx: ToolContext) -> tuple[str | None, str, int]:
+        path = Path(inp.path)
+        ctx.check_unsaved(path)
+        before = read_text(path)
+        edits = list(enumerate(inp.edits))
+        if before is None:
+            if inp.edits[0].old_string != "":
+                raise ToolError(f"{inp.path} does not exist (to create it, make the first "
+                                "edit's old_string empty)")
+            text, count = inp.edits[0].new_string, 1
+            edits = edits[1:]
+        else:
+            text, count = before, 0
+        for i, op in edits:
+            if op.old_string == "":
+                raise ToolError(f"edits[{i}]: old_string is empty; only the first edit of a new "
+                                "file may be. Nothing was changed.")
+            try:
+                text, n = replace_text(text, op.old_string, op.new_string, op.replace_all,
+                                       f"{inp.path} (after the edits before it)" if i else inp.path)
+            except ToolError as exc:
+                raise ToolError(f"edits[{i}]: {exc}. Nothing was changed: MultiEdit applies all "
+                                "edits or none.") from None
+            count += n
+        return before, text, count
+
+    async def preview(self, inp: MultiEditInput, ctx: ToolContext) -> DiffPreview:
+        before, after, _ = await anyio.to_thread.run_sync(self._apply, inp, ctx)
+        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before or "",
+                                                  after))
+
+    async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
+        def edit() -> ToolOutput:
+            before, after, count = self._apply(inp, ctx)
+            write_atomic(Path(inp.path), after)
+            rel = ctx.relative(Path(inp.path))
+            summary = ("created" if before is None
+                       else f"{count} replacement{'s' if count != 1 else ''}")
+            return ToolOutput(f"{'Created' if before is None else 'Edited'} {rel} ({summary} "
+                              f"from {len(inp.edits)} edits).", summary,
+                              diff=unified_diff(rel, before or "", after))
+        return await anyio.to_thread.run_sync(edit)

@@ -1,0 +1,157 @@
+"""Finding files: Glob (ripgrep's file walk, so .gitignore is honoured) and LS (one folder)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import anyio
+import msgspec
+
+from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.search import ripgrep
+
+MAX_FILES = 1000
+MAX_ENTRIES = 1000
+
+
+class GlobInput(msgspec.Struct, forbid_unknown_fields=True):
+    pattern: Annotated[str, msgspec.Meta(min_length=1, description="Glob relative to path: *.py (that folder only), **/*.py (any depth), src/**/test_*.{js,ts}")]
+    path: Annotated[str, msgspec.Meta(description="Folder to search; default the workspace")] = "."
+
+
+class Glob:
+    name: ClassVar[str] = "Glob"
+    description: ClassVar[str] = (
+        "Find files whose path matches a glob pattern (`**` spans folders). Files ignored by "
+        ".gitignore and the .git folder are skipped; hidden files are included. Returns paths "
+        f"relative to the workspace, most recently modified first, at most {MAX_FILES}.")
+    input_type = GlobInput
+    concurrency_safe = True
+    read_only = True
+    max_result_chars = 60_000
+
+    def normalise(self, inp: GlobInput, ctx: ToolContext) -> GlobInput:
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+
+    def title(self, inp: GlobInput, ctx: ToolContext) -> str:
+        where = ctx.relative(Path(inp.path))
+        return f"Find {inp.pattern}" + (f" in {where}" if where != "." else "")
+
+    def rule_for(self, inp: GlobInput, ctx: ToolContext) -> str:
+        return "Glob"
+
+    async def preview(self, inp, ctx):
+        return None
+
+    async def run(self, inp: GlobInput, ctx: ToolContext) -> ToolOutput:
+        root = Path(inp.path)
+        if not root.is_dir():
+            raise ToolError(f"{inp.path} is not a folder" if root.exists()
+                            else f"{inp.path} does not exist")
+        pattern = inp.pattern
+        if pattern.startswith(f"{root}/"):
+            pattern = pattern[len(str(root)):]
+        # ripgrep matches globs relative to its working directory, so it runs in the root, and
+        # the leading / anchors the pattern there (*.py: this folder only, as a shell would)
+        args = [ripgrep(), "--files", "--hidden", "--no-require-git", "--no-messages",
+                "--glob", "!.git", "--glob", "/" + pattern.lstrip("/")]
+        result = await anyio.run_process(args, cwd=str(root), check=False,
+                                         stdin=subprocess.DEVNULL)
+        if result.returncode not in (0, 1):
+            raise ToolError(result.stderr.decode(errors="replace").strip()
+                            or f"rg failed with exit code {result.returncode}")
+        names = result.stdout.decode(errors="replace").splitlines()
+        if not names:
+            return ToolOutput("No files found.", "no files")
+        files = await anyio.to_thread.run_sync(_newest_first, root, names)
+        shown = [ctx.relative(f) for f in files[:MAX_FILES]]
+        if len(files) > MAX_FILES:
+            shown.append(f"(and {len(files) - MAX_FILES} more; narrow the pattern or the path)")
+        return ToolOutput("\n".join(shown), f"{len(files)} files")
+
+
+def _newest_first(root: Path, names: list[str]) -> list[Path]:
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    paths = [root / n.removeprefix("./") for n in names]
+    return sorted(paths, key=lambda p: (-mtime(p), str(p)))
+
+
+class LSInput(msgspec.Struct, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="Folder to list; default the workspace")] = "."
+    ignore: Annotated[list[str], msgspec.Meta(description="Glob patterns of names to leave out, e.g. *.pyc")] = []
+
+
+class LS:
+    name: ClassVar[str] = "LS"
+    description: ClassVar[str] = (
+        "List one folder: sub-folders end with `/`, symlinks show their target, files show "
+        "their size. The .git folder is left out. Use Glob to find files at any depth.")
+    input_type = LSInput
+    concurrency_safe = True
+    read_only = True
+    max_result_chars = 60_000
+
+    def normalise(self, inp: LSInput, ctx: ToolContext) -> LSInput:
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+
+    def title(self, inp: LSInput, ctx: ToolContext) -> str:
+        return f"List {ctx.relative(Path(inp.path))}"
+
+    def rule_for(self, inp: LSInput, ctx: ToolContext) -> str:
+        return "LS"
+
+    async def preview(self, inp, ctx):
+        return None
+
+    async def run(self, inp: LSInput, ctx: ToolContext) -> ToolOutput:
+        return await anyio.to_thread.run_sync(self._list, inp)
+
+    def _list(self, inp: LSInput) -> ToolOutput:
+        try:
+            with os.scandir(inp.path) as it:
+                entries = sorted((e for e in it if e.name != ".git"
+                                  and not any(fnmatch.fnmatch(e.name, g) for g in inp.ignore)),
+                                 key=lambda e: (not e.is_dir(), e.name))
+        except FileNotFoundError:
+            raise ToolError(f"{inp.path} does not exist") from None
+        except NotADirectoryError:
+            raise ToolError(f"{inp.path} is a file, not a folder; use Read") from None
+        except OSError as exc:
+            raise ToolError(f"cannot list {inp.path}: {exc.strerror}") from None
+        if not entries:
+            return ToolOutput("(the folder is empty)", "empty")
+        lines = [_describe(e) for e in entries[:MAX_ENTRIES]]
+        if len(entries) > MAX_ENTRIES:
+            lines.append(f"(and {len(entries) - MAX_ENTRIES} more)")
+        return ToolOutput("\n".join(lines), f"{len(entries)} entries")
+
+
+def _describe(entry: os.DirEntry) -> str:
+    if entry.is_symlink():
+        try:
+            return f"{entry.name} -> {os.readlink(entry.path)}"
+        except OSError:
+            return f"{entry.name} -> ?"
+    if entry.is_dir():
+        return entry.name + "/"
+    try:
+        size = entry.stat().st_size
+    except OSError:
+        return entry.name
+    return f"{entry.name}  ({_size(size)})"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

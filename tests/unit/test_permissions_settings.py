@@ -1,0 +1,174 @@
+"""Settings files: loading, merging, bad settings, and saving rules back into them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from heddle.permissions.policy import PermissionPolicy, SettingsWriteError
+from heddle.permissions.rules import Rule
+from heddle.permissions.store import add_rule, dump, remove_rule
+from heddle.settings import (HookCommand, Settings, load_settings, project_settings_path,
+                             user_settings_path)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_paths(tmp_path, ws):
+    assert user_settings_path({"XDG_CONFIG_HOME": "/cfg"}) == Path("/cfg/heddle/settings.toml")
+    assert user_settings_path({"HOME": "/h"}).name == "settings.toml"
+    assert project_settings_path(ws) == ws / ".heddle/settings.toml"
+
+
+def test_no_files_means_defaults(env, ws):
+    loaded = load_settings(ws, env)
+    assert loaded.settings == Settings() and loaded.warnings == []
+    assert PermissionPolicy.from_settings(loaded).mode == "default"
+
+
+def test_project_over_user_and_lists_concatenated_with_scopes(env, ws):
+    write(user_settings_path(env), """
+model = "user-model"
+fallback_model = "small"
+[permissions]
+mode = "acceptEdits"
+allow = ["Bash(git status:*)"]
+deny = ["Read(~/.ssh/**)"]
+[[hooks.PreToolUse]]
+matcher = "Bash"
+command = "user-hook"
+[[hooks.Stop]]
+command = "stop-hook"
+timeout = 5
+[tools]
+pass_env = ["GITHUB_TOKEN"]
+""")
+    write(project_settings_path(ws), """
+model = "project-model"
+[permissions]
+mode = "plan"
+allow = ["Edit(src/**)"]
+ask = ["Bash(git push:*)"]
+[[hooks.PreToolUse]]
+command = "project-hook"
+""")
+    loaded = load_settings(ws, env)
+    s = loaded.settings
+    assert (s.model, s.fallback_model, s.permissions.mode) == ("project-model", "small", "plan")
+    assert s.permissions.allow == ["Bash(git status:*)", "Edit(src/**)"]
+    assert [h.command for h in s.hooks.pre_tool_use] == ["user-hook", "project-hook"]
+    assert s.hooks.stop == [HookCommand("stop-hook", timeout=5)]
+    assert s.tools.pass_env == ["GITHUB_TOKEN"]
+    policy = PermissionPolicy.from_settings(loaded)
+    assert policy.rules == [Rule("allow", "Bash(git status:*)", "user"),
+                            Rule("deny", "Read(~/.ssh/**)", "user"),
+                            Rule("allow", "Edit(src/**)", "project"),
+                            Rule("ask", "Bash(git push:*)", "project")]
+    assert PermissionPolicy.from_settings(loaded, "default").mode == "default"  # asked for
+
+
+def test_bad_settings_are_dropped_one_by_one_never_raised(env, ws):
+    write(user_settings_path(env), "this is = not [toml")
+    write(project_settings_path(ws), """
+model = 7
+colour = "blue"
+[permissions]
+mode = "yolo"
+allow = ["Bash(ls:*)", 3, "Edit("]
+deny = ["Read(.env)"]
+[[hooks.PreToolUse]]
+command = "ok"
+[[hooks.PreToolUse]]
+comand = "typo"
+""")
+    loaded = load_settings(ws, env)
+    s = loaded.settings
+    assert s.model is None and s.permissions.mode is None
+    assert s.permissions.allow == ["Bash(ls:*)"] and s.permissions.deny == ["Read(.env)"]
+    assert [h.command for h in s.hooks.pre_tool_use] == ["ok"]
+    text = "\n".join(loaded.warnings)
+    assert "is not valid TOML" in text and "using the defaults instead" in text
+    for fragment in ("model: Expected `str | null`, got `int`", "colour: unknown setting",
+                     "permissions.mode:", "permissions.allow[1]: Expected `str`",
+                     "'Edit(' is not a rule", "hooks.PreToolUse[1]:"):
+        assert fragment in text
+
+
+def test_a_section_of_the_wrong_type_is_ignored(env, ws):
+    write(project_settings_path(ws), 'permissions = "all"\ntools = {pass_env = "X"}\n')
+    loaded = load_settings(ws, env)
+    assert loaded.settings == Settings()
+    assert any("permissions: expected a table" in w for w in loaded.warnings)
+
+
+def test_add_and_remove_keep_the_rest_of_the_file(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text('# mine\nmodel = "m"  # keep\n\n[permissions]\n# allowed\nallow = [\n'
+                    '  "Bash(ls:*)",\n]\ndeny = ["Read(.env)"]\n\n[[hooks.Stop]]\ncommand = "x"\n')
+    assert add_rule(path, "allow", "Bash(git status:*)")
+    assert not add_rule(path, "allow", "Bash(git status:*)")  # already there
+    assert add_rule(path, "ask", 'Bash(echo "a\\b")')
+    assert remove_rule(path, "deny", "Read(.env)")
+    assert not remove_rule(path, "deny", "Read(.env)")
+    text = path.read_text()
+    assert text.startswith('# mine\nmodel = "m"  # keep\n') and "# allowed\n" in text
+    assert tomllib.loads(text) == {
+        "model": "m", "hooks": {"Stop": [{"command": "x"}]},
+        "permissions": {"allow": ["Bash(ls:*)", "Bash(git status:*)"], "deny": [],
+                        "ask": ['Bash(echo "a\\b")']}}
+
+
+def test_add_creates_the_file_and_falls_back_to_a_plain_rewrite(tmp_path):
+    fresh = tmp_path / "new/.heddle/settings.toml"
+    add_rule(fresh, "allow", "Edit(src/**)")
+    assert fresh.read_text() == '[permissions]\nallow = [\n  "Edit(src/**)",\n]\n'
+    inline = tmp_path / "inline.toml"
+    inline.write_text('permissions = { allow = ["A"] }\nmodel = "m"\n')
+    add_rule(inline, "deny", "B")
+    assert tomllib.loads(inline.read_text()) == {
+        "model": "m", "permissions": {"allow": ["A"], "deny": ["B"]}}
+
+
+def test_a_broken_file_is_never_overwritten(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text("allow = [")
+    with pytest.raises(SettingsWriteError, match="is not valid TOML"):
+        add_rule(path, "allow", "Bash")
+    assert path.read_text() == "allow = ["
+
+
+def test_dump_round_trips():
+    data = {"model": "m", "n": 3, "on": True, "permissions": {"allow": ["a\n\"b\""]},
+            "hooks": {"PreToolUse": [{"command": "c", "timeout": 1.5}]}}
+    assert tomllib.loads(dump(data)) == data
+
+
+def test_saved_rules_are_read_again_by_the_next_session(env, ws):
+    policy = PermissionPolicy.from_settings(load_settings(ws, env))
+    policy.add(Rule("allow", "Bash(make:*)", "project"))
+    policy.add(Rule("deny", "Bash(rm:*)", "user"))
+    policy.add(Rule("allow", "Bash(ls:*)"))  # session only
+    again = PermissionPolicy.from_settings(load_settings(ws, env))
+    assert again.rules == [Rule("deny", "Bash(rm:*)", "user"),
+                           Rule("allow", "Bash(make:*)", "project")]
+    assert again.revoke("Bash(make:*)") == [Rule("allow", "Bash(make:*)", "project")]
+    assert PermissionPolicy.from_settings(load_settings(ws, env)).rules == [
+        Rule("deny", "Bash(rm:*)", "user")]
+    with pytest.raises(SettingsWriteError, match="no project settings file"):
+        PermissionPolicy().add(Rule("allow", "Bash", "project"))

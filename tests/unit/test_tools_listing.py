@@ -1,0 +1,96 @@
+"""Glob, LS and Grep: happy paths, .gitignore, errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from heddle.tools.base import ToolContext, ToolError
+from heddle.tools.listing import LS, Glob
+from heddle.tools.search import Grep
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    ws = tmp_path.resolve()
+    for name, text in {"src/app.py": "def main():\n    return helper()\n",
+                       "src/util/helper.py": "def helper():\n    return 42\n",
+                       "src/util/notes.md": "helper notes\n", "README.md": "# demo\n",
+                       ".github/ci.yml": "on: push\n", "build/out.py": "def helper(): pass\n",
+                       ".git/config": "[core]\n", ".gitignore": "build/\n"}.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    os.utime(ws / "src/app.py", (1_000_000_000, 1_000_000_000))  # the oldest file
+    return ToolContext(ws)
+
+
+async def run(tool, ctx, **raw):
+    return await tool.run(tool.normalise(msgspec.convert(raw, tool.input_type), ctx), ctx)
+
+
+async def test_glob_honours_gitignore_includes_hidden_newest_first(ctx):
+    out = await run(Glob(), ctx, pattern="**/*.py")
+    assert out.content.splitlines() == ["src/util/helper.py", "src/app.py"]
+    assert out.summary == "2 files"
+    hidden = await run(Glob(), ctx, pattern="**/*.yml")
+    assert hidden.content == ".github/ci.yml"
+    assert (await run(Glob(), ctx, pattern="config")).content == "No files found."
+
+
+async def test_glob_pattern_is_relative_to_path(ctx):
+    out = await run(Glob(), ctx, pattern="util/*.{py,md}", path="src")
+    assert sorted(out.content.splitlines()) == ["src/util/helper.py", "src/util/notes.md"]
+    absolute = await run(Glob(), ctx, pattern=f"{ctx.workspace}/src/*.py", path="src")
+    assert absolute.content == "src/app.py"
+    top = await run(Glob(), ctx, pattern="*.md")
+    assert top.content == "README.md"  # like a shell: no slash, this folder only
+    with pytest.raises(ToolError, match="is not a folder"):
+        await run(Glob(), ctx, pattern="*", path="README.md")
+    with pytest.raises(ToolError, match="does not exist"):
+        await run(Glob(), ctx, pattern="*", path="nope")
+
+
+async def test_ls_lists_one_folder(ctx):
+    (ctx.workspace / "link").symlink_to("src/app.py")
+    out = await run(LS(), ctx)
+    assert out.content.splitlines() == [
+        ".github/", "build/", "src/", ".gitignore  (7 B)", "README.md  (7 B)", "link -> src/app.py"]
+    assert out.summary == "6 entries"
+    ignored = await run(LS(), ctx, path="src/util", ignore=["*.md"])
+    assert ignored.content == "helper.py  (28 B)"
+
+
+async def test_ls_errors(ctx):
+    (ctx.workspace / "empty").mkdir()
+    assert (await run(LS(), ctx, path="empty")).content == "(the folder is empty)"
+    with pytest.raises(ToolError, match="is a file, not a folder"):
+        await run(LS(), ctx, path="README.md")
+    with pytest.raises(ToolError, match="does not exist"):
+        await run(LS(), ctx, path="nope")
+
+
+async def test_grep_context_glob_count_and_case(ctx):
+    found = await run(Grep(), ctx, pattern="helper\\(\\)", glob="*.py")
+    assert found.content.splitlines() == ["src/app.py:2:    return helper()",
+                                          "src/util/helper.py:1:def helper():"]
+    around = await run(Grep(), ctx, pattern="return 42", context=1)
+    assert around.content.splitlines() == ["src/util/helper.py-1-def helper():",
+                                           "src/util/helper.py:2:    return 42"]
+    counted = await run(Grep(), ctx, pattern="helper", output_mode="count", path="src/util")
+    assert sorted(counted.content.splitlines()) == ["src/util/helper.py:1", "src/util/notes.md:1"]
+    loud = await run(Grep(), ctx, pattern="DEMO", case_insensitive=True)
+    assert loud.content == "README.md:1:# demo"
+    hidden = await run(Grep(), ctx, pattern="push", output_mode="files_with_matches")
+    assert hidden.content == ".github/ci.yml"
+
+
+async def test_grep_errors(ctx):
+    with pytest.raises(ToolError, match="regex parse error"):
+        await run(Grep(), ctx, pattern="(unclosed")
+    with pytest.raises(msgspec.ValidationError, match=r"at `\$.output_mode`"):
+        msgspec.convert({"pattern": "x", "output_mode": "lines"}, Grep.input_type)
+    with pytest.raises(msgspec.ValidationError, match=r"at `\$.context`"):
+        msgspec.convert({"pattern": "x", "context": 99}, Grep.input_type)

@@ -26,5 +26,7 @@ class ErrorCode(enum.IntEnum):
     """The session already runs a turn and the request asked not to wait."""
     INVALID_WORKSPACE = -32012
     """The workspace folder is not an absolute path to an existing directory."""
+    COMPACTION_FAILED = -32014
+    """`session/compact` could not summarise the session (nothing to compact, or it failed)."""
     TRANSCRIPT_UNREADABLE = -32013
     """The session's transcript cannot be loaded (e.g. written by a newer Heddle)."""

@@ -74,6 +74,9 @@ class SessionNewParams(Wire):
     summary_model: str | None = None
     """Cheap model that labels each tool batch with a one-line `toolSummary` event. Omitted:
     `HEDDLE_SUMMARY_MODEL`, else off."""
+    compact_model: str | None = None
+    """Model that writes compaction summaries. Omitted: `HEDDLE_COMPACT_MODEL`, else the
+    session's model."""
 
 
 class SessionNewResult(Wire):
@@ -124,6 +127,16 @@ class SessionLoadResult(Wire):
     title: str
     warnings: list[str] = []
     """What was repaired or skipped (a truncated last line, tool calls cut off by a crash)."""
+
+
+class SessionCompactParams(Wire):
+    session_id: str
+
+
+class SessionCompactResult(Wire):
+    tokens_before: int
+    tokens_after: int
+    summary: str
 
 
 # --- turns ------------------------------------------------------------------------------------

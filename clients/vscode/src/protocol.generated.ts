@@ -7,6 +7,7 @@ export const Methods = {
   SessionNew: "session/new",
   SessionList: "session/list",
   SessionLoad: "session/load",
+  SessionCompact: "session/compact",
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
@@ -27,6 +28,7 @@ export const ErrorCodes = {
   SessionNotFound: -32010,
   SessionBusy: -32011,
   InvalidWorkspace: -32012,
+  CompactionFailed: -32014,
   TranscriptUnreadable: -32013,
 } as const;
 
@@ -164,6 +166,14 @@ export interface ServerHeddleCapabilities {
   eventKinds: Array<string>;
   tools: Array<string>;
 }
+export interface SessionCompactParams {
+  sessionId: string;
+}
+export interface SessionCompactResult {
+  tokensBefore: number;
+  tokensAfter: number;
+  summary: string;
+}
 export interface SessionInfo {
   sessionId: string;
   title: string;
@@ -201,6 +211,7 @@ export interface SessionNewParams {
   fallbackModel?: string | null;
   thinkingBudget?: number | null;
   summaryModel?: string | null;
+  compactModel?: string | null;
 }
 export interface SessionNewResult {
   sessionId: string;

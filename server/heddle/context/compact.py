@@ -39,9 +39,12 @@ class CompactError(Exception):
 class ModelCompactor:
     model: ModelCaller
     max_tokens: int = 8192
+    compact_model: str | None = None
+    """Model that writes summaries; None: the session's model."""
 
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
+        model = self.compact_model or model
         from heddle.loop.query import QueryParams, drive, query
         from heddle.permissions.policy import PermissionPolicy
         from heddle.tools.base import ToolContext

@@ -19,6 +19,7 @@ from typing import AsyncIterator, Callable
 import anyio
 import anyio.abc
 
+from heddle.context.pipeline import PipelineSettings, prepare
 from heddle.context.windows import Limits, estimate_tokens, limits_for
 from heddle.loop import endings
 from heddle.loop.budget import check_token_budget
@@ -72,6 +73,7 @@ class QueryParams:
     """Prompts queued while the turn runs; they join at the next iteration boundary."""
     abort_reason: Callable[[], str | None] = lambda: None
     """After a cancel: "interrupt" when a new prompt replaced the turn (no interruption note)."""
+    pipeline: PipelineSettings = PipelineSettings()
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,18 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
                 yield ev
             return
         size = context_tokens(state)
+        try:
+            messages, size, compactions = await prepare(
+                state.messages, size, config.limits, state.model,
+                p.deps.compactor if config.source != "compact" else None, p.pipeline)
+        except anyio.get_cancelled_exc_class():
+            for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
+                yield ev
+            return
+        for ev in compactions:
+            yield ev
+        if compactions:
+            state = replace(state, messages=messages, context_base=(len(messages), size))
         if config.source != "compact" and size > config.limits.blocking_at:
             for ev in end(TerminalReason.BLOCKING_LIMIT, state.messages, error=ErrorInfo(
                     "blockingLimit", f"the conversation (about {size:,} tokens) is too close to "
@@ -194,7 +208,12 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
             if (info.code == "promptTooLong" and not state.has_attempted_reactive_compact
                     and p.deps.compactor is not None):
                 # the error is withheld: the client never sees an error that was recovered
-                compacted = await _compact(p, state, "reactive")
+                try:
+                    compacted = await _compact(p, state, "reactive")
+                except anyio.get_cancelled_exc_class():
+                    for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
+                        yield ev
+                    return
                 if compacted is not None:
                     yield compacted[1]
                     state = rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY,
@@ -246,9 +265,15 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
 
         if not executor.calls:
             if p.deps.stop_hooks is not None and not state.stop_hook_active:
-                hooks = await p.deps.stop_hooks({
-                    "source": config.source, "stop_hook_active": state.stop_hook_active,
-                    "last_assistant_message": text_of(assistant)})
+                try:
+                    hooks = await p.deps.stop_hooks({
+                        "source": config.source, "stop_hook_active": state.stop_hook_active,
+                        "last_assistant_message": text_of(assistant)})
+                except anyio.get_cancelled_exc_class():
+                    state = replace(state, messages=messages)
+                    for ev in _cancelled(p, state, TerminalReason.ABORTED_TOOLS, end):
+                        yield ev
+                    return
                 if hooks.prevent is not None:
                     for ev in end(TerminalReason.STOP_HOOK_PREVENTED, messages, text_of(assistant),
                                   ErrorInfo("stopHookPrevented", hooks.prevent)):
@@ -297,6 +322,13 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
                 yield ev
             return
         state = next_turn(state, (assistant, user))
+
+
+def _cancelled(p: QueryParams, state: LoopState, reason: TerminalReason, end) -> list[CoreEvent]:
+    """Cancelled between model calls (compacting, running stop hooks): close and stop."""
+    tail = () if p.abort_reason() == "interrupt" else (TextBlock(endings.INTERRUPTED),)
+    events: list[CoreEvent] = [MessageFinal(Message("user", tail))] if tail else []
+    return events + end(reason, append_user(state.messages, tail) if tail else state.messages)
 
 
 async def _compact(p: QueryParams, state: LoopState, layer: str

@@ -22,7 +22,7 @@ from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.protocol import RpcError
 from heddle.sessions.session import Session, SessionError, SessionOptions
-from heddle.sessions.turns import TurnRequest, start_turn
+from heddle.sessions.turns import TurnRequest, compact_session, start_turn
 
 if TYPE_CHECKING:
     from heddle.rpc.server import HeddleServer
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
                   "workspace": ErrorCode.INVALID_WORKSPACE,
-                  "transcript": ErrorCode.TRANSCRIPT_UNREADABLE}
+                  "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
+                  "compact": ErrorCode.COMPACTION_FAILED}
 
 
 def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]]):
@@ -78,7 +79,8 @@ def register(server: HeddleServer) -> None:
         options = SessionOptions(
             fallback_model=p.fallback_model or server.fallback_model,
             thinking_budget=p.thinking_budget,
-            summary_model=p.summary_model or server.summary_model)
+            summary_model=p.summary_model or server.summary_model,
+            compact_model=p.compact_model or server.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options)
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
@@ -117,6 +119,12 @@ def register(server: HeddleServer) -> None:
         return wire.SessionListResult(sessions=[convert.session_info(i) for i in
                                                 server.sessions.list(p.workspace)])
 
+    async def session_compact(p: wire.SessionCompactParams) -> wire.SessionCompactResult:
+        session = server.sessions.get(p.session_id)
+        before, after, summary = await compact_session(session, server.turn_deps)
+        log.info("session %s compacted: %d -> %d tokens", session.id, before, after)
+        return wire.SessionCompactResult(tokens_before=before, tokens_after=after, summary=summary)
+
     async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
         session, loaded = server.sessions.load(
             p.session_id, lambda mode, workspace: PermissionPolicy.from_settings(
@@ -142,6 +150,7 @@ def register(server: HeddleServer) -> None:
     _handler(server, "turn/start", turn_start)
     _handler(server, "session/list", session_list)
     _handler(server, "session/load", session_load)
+    _handler(server, "session/compact", session_compact)
     _handler(server, "turn/cancel", turn_cancel)
     from heddle.rpc import documents, permissions
     for area in (documents, permissions):

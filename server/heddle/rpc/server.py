@@ -43,6 +43,7 @@ class HeddleServer(LanguageServer):
         self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
         self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None
         self.summary_model = env.get("HEDDLE_SUMMARY_MODEL") or None
+        self.compact_model = env.get("HEDDLE_COMPACT_MODEL") or None
         window = int(env.get("HEDDLE_CONTEXT_WINDOW") or 0)
         self.permission_timeout = float(env.get("HEDDLE_PERMISSION_TIMEOUT", 600))
         self.model_settings = ModelSettings.from_env(env)
@@ -67,7 +68,8 @@ class HeddleServer(LanguageServer):
         return self._models["default"]
 
     def session_options(self) -> SessionOptions:
-        return SessionOptions(fallback_model=self.fallback_model, summary_model=self.summary_model)
+        return SessionOptions(fallback_model=self.fallback_model, summary_model=self.summary_model,
+                              compact_model=self.compact_model)
 
     def heddle_capabilities(self) -> dict[str, Any]:
         import msgspec

@@ -63,6 +63,7 @@ class SessionOptions:
     fallback_model: str | None = None
     thinking_budget: int | None = None
     summary_model: str | None = None
+    compact_model: str | None = None
 
 
 @dataclass
@@ -80,6 +81,8 @@ class Session:
     queue: list[QueuedPrompt] = field(default_factory=list)
     transcript: TranscriptWriter | None = None
     created_at: float = field(default_factory=time.time)
+    compactor: object | None = None
+    """The session's compactor with its circuit breaker (made at the first turn)."""
     documents: EditorDocuments | None = None
     """The editor's open documents (one set for the daemon's sessions)."""
 

@@ -15,6 +15,7 @@ from typing import Callable, Literal
 import anyio
 
 from heddle.context.compact import ModelCompactor
+from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.loop.budget import parse_budget
 from heddle.loop.deps import LoopDeps
@@ -108,6 +109,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
         return tuple(TextBlock(QUEUED_NOTE + q.text) for q in fresh)
 
     model = deps.model_for(session.model)
+    compactor = compactor_of(session, deps)
     terminal: Terminal | None = None
     try:
         with turn.scope:
@@ -123,7 +125,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace)),
                     policy=session.policy, asker=asker,
-                    deps=LoopDeps(model, compactor=ModelCompactor(model), new_id=deps.new_id,
+                    deps=LoopDeps(model, compactor=compactor, new_id=deps.new_id,
                                   stop_hooks=deps.stop_hooks_for(session)),
                     task_group=tg, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
                     max_tokens=deps.max_tokens, permission_lock=session.permission_lock,
@@ -153,6 +155,35 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
+    """The session's compactor; its circuit breaker counts failures across turns."""
+    if session.compactor is None:
+        session.compactor = CircuitBreaker(ModelCompactor(
+            deps.model_for(session.model), compact_model=session.options.compact_model))
+    return session.compactor
+
+
+async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
+                          ) -> tuple[int, int, str]:
+    """Compact an idle session now; returns (tokens before, tokens after, summary)."""
+    if session.turn is not None:
+        raise SessionError("busy", f"session {session.id} is running turn {session.turn.id}; "
+                           "compact it when the turn has ended")
+    before = tokens_of(session.messages)
+    try:
+        result = await compact_now(session.messages, session.model,
+                                   compactor_of(session, deps), keep_rounds)
+    except Exception as exc:
+        raise SessionError("compact", f"compaction failed: {exc}") from None
+    if result is None:
+        raise SessionError("compact", "nothing to compact yet, or the summary model failed; "
+                           "see the log")
+    session.messages, summary = result
+    if session.transcript is not None:
+        session.transcript.compacted("manual", session.messages)
+    return before, tokens_of(session.messages), summary
 
 
 def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,

@@ -5,6 +5,7 @@ return {
     SESSION_NEW = "session/new",
     SESSION_LIST = "session/list",
     SESSION_LOAD = "session/load",
+    SESSION_COMPACT = "session/compact",
     TURN_START = "turn/start",
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",
@@ -44,6 +45,7 @@ return {
     SESSION_NOT_FOUND = -32010,
     SESSION_BUSY = -32011,
     INVALID_WORKSPACE = -32012,
+    COMPACTION_FAILED = -32014,
     TRANSCRIPT_UNREADABLE = -32013,
   },
   terminal_reasons = {

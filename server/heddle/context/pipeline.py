@@ -1,0 +1,186 @@
+"""The context pipeline that runs before every model call, lightest layer first.
+
+    layer 1  snip          drop the oldest rounds past a message cap (keeps the first prompt)
+    layer 2  microcompact  clear old tool results by tool_use_id (thinking is never touched)
+    layer 3  collapse      summarise the older half of the rounds, keep the rest verbatim
+    layer 4  auto          summarise everything but the most recent rounds
+
+Each layer runs only while the conversation is still over its trigger, reports the tokens it
+freed, and feeds the next. (Layer 0, the per-result budget, is applied as each tool result is
+made.) A round is an assistant message and the user message that answers it, so cutting at
+round boundaries never separates a tool_use from its result or splits a message's thinking.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from heddle.context.windows import Limits, estimate_tokens
+from heddle.loop.deps import Compactor
+from heddle.loop.events import Compaction
+from heddle.context.compact import CONTINUATION
+from heddle.loop.messages import (Message, TextBlock, ToolResultBlock, append_user, to_api,
+                                  user_text)
+
+log = logging.getLogger(__name__)
+
+CLEARED = "[Old tool result cleared to save context. Run the tool again if you need it.]"
+SNIPPED = "[{n} older messages were removed here to save context.]"
+COLLAPSED = "[Summary of earlier work in this session]\n{summary}"
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    max_messages: int = 400
+    """Snip above this many messages."""
+    keep_tool_results: int = 2
+    """Microcompact never clears this many most recent tool results."""
+    keep_rounds: int = 4
+    """Collapse and auto-compact keep this many most recent rounds verbatim."""
+    microcompact_ratio: float = 0.75
+    """Microcompact once the conversation passes this share of the auto-compact threshold."""
+    compact_goal_ratio: float = 0.6
+    """Once over the threshold, summarise until under this share of it, so that compaction
+    does not run again a few calls later."""
+
+
+def tokens_of(messages: tuple[Message, ...]) -> int:
+    return estimate_tokens(to_api(messages))
+
+
+def rounds(messages: tuple[Message, ...]) -> list[int]:
+    """Indexes where rounds start (each assistant message after the first prompt)."""
+    return [i for i, m in enumerate(messages) if i > 0 and m.role == "assistant"]
+
+
+def cut(messages: tuple[Message, ...], start: int, end: int, note: str) -> tuple[Message, ...]:
+    """Replace messages[start:end] (whole rounds) with a note merged into the user message
+    before them."""
+    head = append_user(messages[:start], (TextBlock(note),))
+    return head + messages[end:]
+
+
+def snip(messages: tuple[Message, ...], max_messages: int) -> tuple[tuple[Message, ...], int]:
+    """Drop the oldest whole rounds until at most `max_messages` remain; returns how many went."""
+    if len(messages) <= max_messages:
+        return messages, 0
+    starts = rounds(messages)
+    excess = len(messages) - max_messages
+    end = next((s for s in starts if s - 1 >= excess), None)
+    if end is None or end <= 1:
+        return messages, 0
+    return cut(messages, 1, end, SNIPPED.format(n=end - 1)), end - 1
+
+
+def microcompact(messages: tuple[Message, ...], tokens: int, target: int, keep: int
+                 ) -> tuple[tuple[Message, ...], int]:
+    """Clear tool results, oldest first, until the estimate is at most `target`; the `keep` most
+    recent results are never cleared. Returns the messages and how many were cleared."""
+    found = [(i, j, b) for i, m in enumerate(messages) if m.role == "user"
+             for j, b in enumerate(m.content)
+             if isinstance(b, ToolResultBlock) and b.content != CLEARED]
+    clearable = found[:max(0, len(found) - keep)]
+    out = list(messages)
+    cleared = 0
+    for i, j, b in clearable:
+        if tokens <= target:
+            break
+        if len(b.content) <= len(CLEARED):
+            continue
+        blocks = list(out[i].content)
+        blocks[j] = ToolResultBlock(b.tool_use_id, CLEARED, b.is_error)
+        out[i] = Message("user", tuple(blocks))
+        tokens -= estimate_tokens(b.content) - estimate_tokens(CLEARED)
+        cleared += 1
+    return (tuple(out), cleared) if cleared else (messages, 0)
+
+
+class CircuitBreaker:
+    """Stops model compaction after MAX_CONSECUTIVE_FAILURES failures in a row (per session), so
+    a session stuck over the limit cannot burn model calls on compaction that keeps failing."""
+
+    def __init__(self, compactor: Compactor):
+        self.compactor = compactor
+        self.failures = 0
+
+    @property
+    def open(self) -> bool:
+        return self.failures >= MAX_CONSECUTIVE_FAILURES
+
+    async def __call__(self, messages, model, reason):
+        if self.open:
+            raise RuntimeError(f"compaction is off for this session after {self.failures} "
+                               "failures in a row")
+        try:
+            result = await self.compactor(messages, model, reason)
+        except Exception:
+            self.failures += 1
+            raise
+        self.failures = 0
+        return result
+
+
+async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, model: str,
+                  compactor: Compactor | None, settings: PipelineSettings = PipelineSettings()
+                  ) -> tuple[tuple[Message, ...], int, list[Compaction]]:
+    """Run the layers; returns the messages to send, their estimated tokens, and one event per
+    layer that changed something."""
+    events: list[Compaction] = []
+
+    def record(layer: str, before: int, new: tuple[Message, ...], summary: str = "") -> int:
+        after = tokens_of(new)
+        events.append(Compaction(layer, before, after, summary, new))
+        return after
+
+    snipped, removed = snip(messages, settings.max_messages)
+    if removed:
+        messages, tokens = snipped, record("snip", tokens, snipped)
+    target = int(limits.auto_compact_at * settings.microcompact_ratio)
+    if tokens > target:
+        cleared_messages, cleared = microcompact(messages, tokens, target,
+                                                 settings.keep_tool_results)
+        if cleared:
+            messages, tokens = cleared_messages, record("microcompact", tokens, cleared_messages)
+    if tokens > limits.auto_compact_at and compactor is not None:
+        goal = int(limits.auto_compact_at * settings.compact_goal_ratio)
+        for layer in ("collapse", "auto"):
+            result = await _summarise(messages, model, compactor, layer, settings.keep_rounds)
+            if result is not None:
+                new, summary = result
+                messages, tokens = new, record(layer, tokens, new, summary)
+            if tokens <= goal:
+                break
+    return messages, tokens, events
+
+
+async def _summarise(messages: tuple[Message, ...], model: str, compactor: Compactor,
+                     layer: str, keep_rounds: int) -> tuple[tuple[Message, ...], str] | None:
+    starts = rounds(messages)
+    if len(starts) <= keep_rounds:
+        return None
+    keep_from = starts[-keep_rounds] if keep_rounds else len(messages)
+    end = keep_from if layer == "auto" else starts[max(1, (len(starts) - keep_rounds) // 2)]
+    if end <= 1:
+        return None
+    segment = messages[:end]
+    try:
+        result = await compactor(segment, model, layer)
+    except Exception as exc:  # the next layer (or the blocking limit) takes over
+        log.warning("%s compaction failed: %s", layer, exc)
+        return None
+    if layer == "auto":
+        return (user_text(CONTINUATION.format(summary=result.summary)),) + messages[end:], \
+            result.summary
+    return cut(messages, 1, end, COLLAPSED.format(summary=result.summary)), result.summary
+
+
+async def compact_now(messages: tuple[Message, ...], model: str, compactor: Compactor,
+                      keep_rounds: int) -> tuple[tuple[Message, ...], str] | None:
+    """A compaction the user asked for: summarise all but the last rounds (all, if there are
+    no more than that). None when there is nothing to summarise or it failed."""
+    if not rounds(messages):
+        return None
+    result = await _summarise(messages, model, compactor, "auto", keep_rounds)
+    return result or await _summarise(messages, model, compactor, "auto", 0)

@@ -22,6 +22,8 @@ from heddle.loop.deps import LoopDeps
 from heddle.loop.endings import INTERRUPTED
 from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, TerminalReason, Usage
 from heddle.loop.hooks import StopHooks
+from heddle.permissions.hooks import HookRunner
+from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
 from heddle.loop.query import QueryParams, drive, query
@@ -45,7 +47,6 @@ class TurnDeps:
     new_id: Callable[[], str]
     max_tokens: int = 8192
     limits_for: Callable[[str], Limits] | None = None
-    stop_hooks_for: Callable[[Session], StopHooks | None] = lambda session: None
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                             tool, path, session.workspace)),
                     policy=session.policy, asker=asker,
                     deps=LoopDeps(model, compactor=compactor, new_id=deps.new_id,
-                                  stop_hooks=deps.stop_hooks_for(session)),
+                                  stop_hooks=stop_hooks_of(session)),
                     task_group=tg, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
                     max_tokens=deps.max_tokens, permission_lock=session.permission_lock,
                     fallback_model=session.options.fallback_model,
@@ -155,6 +156,15 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def stop_hooks_of(session: Session) -> StopHooks | None:
+    """The session's `hooks.Stop` commands from its settings, if any."""
+    hooks = session.policy.hooks.stop
+    if not hooks:
+        return None
+    return CommandStopHooks(hooks, HookRunner(session.id, session.workspace,
+                                              tool_env(pass_env=session.policy.pass_env)))
 
 
 def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:

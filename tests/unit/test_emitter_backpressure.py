@@ -1,0 +1,179 @@
+"""Text deltas while the client is behind: held and merged, sent on relief, never reordered."""
+
+import asyncio
+import os
+import threading
+
+import msgspec
+
+from heddle.loop import events as core
+from heddle.rpc.emitter import BACKLOG_CHARS, FLUSH_CHARS, FLUSH_DELAY, TurnEmitter
+from heddle.rpc.transport import HIGH_WATER, FdReader, Pressure, StdioTransport, frame
+
+
+def described(sent):
+    return [(p.event.__struct_config__.tag, getattr(p.event, "text", None)) for p in sent]
+
+
+def text_of(sent, kind="textDelta"):
+    return "".join(p.event.text for p in sent if p.event.__struct_config__.tag == kind)
+
+
+async def test_held_while_behind_then_sent_merged_on_relief():
+    pressure = Pressure()
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, pressure)
+    pressure.set(True)
+    pieces = [f"piece {i} " for i in range(3000)]
+    for piece in pieces:
+        em(core.TextDelta(piece))
+    await asyncio.sleep(FLUSH_DELAY * 3)
+    assert sent == []
+    assert em.holding == sum(map(len, pieces))
+
+    pressure.set(False)
+    assert text_of(sent) == "".join(pieces)
+    assert all(len(p.event.text) <= BACKLOG_CHARS for p in sent)
+    assert len(sent) < len(pieces) // 100
+    assert [p.seq for p in sent] == list(range(len(sent)))
+    assert em.holding == 0
+
+
+async def test_another_event_sends_the_held_text_first_even_while_behind():
+    pressure = Pressure()
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, pressure)
+    em.started("p", "m")
+    pressure.set(True)
+    em(core.TextDelta("before "))
+    em(core.TextDelta("the tool"))
+    em(core.ToolCallStarted("c1", "Read"))
+    em(core.TextDelta("after"))
+    em(core.ThinkingDelta("hmm"))  # a change of kind sends what came before it, in order
+    em.flush()
+    assert described(sent) == [("turnStarted", None), ("textDelta", "before the tool"),
+                               ("toolCallStarted", None), ("textDelta", "after"),
+                               ("thinkingDelta", "hmm")]
+    assert [p.seq for p in sent] == [0, 1, 2, 3, 4]
+    pressure.set(False)  # nothing left for the relief to send
+    assert len(sent) == 5
+
+
+async def test_turns_with_held_text_take_turns_when_the_client_catches_up():
+    pressure = Pressure()
+    order = []
+
+    def send_as(name):
+        def send(params):
+            order.append(name)
+            if len(order) % 2 == 0:  # the client falls behind again after every other message
+                pressure.set(True)
+                asyncio.get_running_loop().call_soon(pressure.set, False)
+        return send
+
+    a = TurnEmitter("s1", "a", send_as("a"), pressure)
+    b = TurnEmitter("s2", "b", send_as("b"), pressure)
+    pressure.set(True)
+    for _ in range(6):
+        for em in (a, b):
+            em(core.TextDelta("x" * BACKLOG_CHARS))
+    pressure.set(False)
+    for _ in range(50):
+        if a.holding == 0 and b.holding == 0:
+            break
+        await asyncio.sleep(0)
+    assert a.holding == 0 and b.holding == 0
+    assert order.count("a") == order.count("b") == 6
+    assert "b" in order[:3]  # b did not wait for all of a's text
+
+
+async def test_writable_waits_for_the_client():
+    pressure = Pressure()
+    em = TurnEmitter("s", "t", lambda p: None, pressure)
+    await asyncio.wait_for(em.writable(), 1)
+    pressure.set(True)
+    waiting = asyncio.ensure_future(em.writable())
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    pressure.set(False)
+    await asyncio.wait_for(waiting, 1)
+
+
+async def test_a_slow_reader_over_a_real_pipe_gets_all_text_in_order_with_bounded_buffering():
+    loop = asyncio.get_running_loop()
+    pressure = Pressure()
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    stdout = os.fdopen(out_w, "wb")
+    transport = StdioTransport(FdReader(in_r), stdout, loop, lambda m: None, lambda why: None,
+                               pressure=pressure)
+    transport.start()
+    encoder = msgspec.json.Encoder()
+    em = TurnEmitter("s", "t", lambda params: transport.write(frame(encoder.encode(
+        {"jsonrpc": "2.0", "method": "turn/event", "params": params}))), pressure)
+
+    received = bytearray()
+    reading = threading.Event()
+    done = threading.Event()
+
+    def client():
+        while True:
+            reading.wait()
+            chunk = os.read(out_r, 4096)
+            if not chunk:
+                done.set()
+                return
+            received.extend(chunk)
+
+    threading.Thread(target=client, daemon=True).start()
+    deltas = [f"{i:019d} " for i in range(40_000)]  # 800 KB of text in tiny deltas
+    for i, d in enumerate(deltas):
+        em(core.TextDelta(d))
+        if i % 500 == 0:
+            await asyncio.sleep(0)
+        if i == 20_000:
+            # 400 KB so far and nothing read: more than the pipe and the buffer take
+            assert pressure.backed_up and em.holding > 0
+            reading.set()  # the client starts reading, while the model still streams
+    for _ in range(2000):  # the client reads: held text goes out as it catches up
+        if not em.holding:
+            break
+        await asyncio.sleep(0.01)
+    assert em.holding == 0
+    # While behind, at most one notification more than the high-water mark was buffered.
+    assert transport.peak_buffered <= HIGH_WATER + BACKLOG_CHARS + FLUSH_CHARS + 1024
+    em(core.ToolCallStarted("c1", "Read"))
+    em.flush()
+    while transport.buffered:
+        await asyncio.sleep(0.01)
+    transport.close()
+    stdout.close()
+    os.close(in_w)
+    for _ in range(2000):
+        if done.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert done.is_set()
+
+    messages = []
+    rest = bytes(received)
+    while rest:
+        head, _, rest = rest.partition(b"\r\n\r\n")
+        n = int(head.split(b":")[1])
+        messages.append(msgspec.json.decode(rest[:n])["params"])
+        rest = rest[n:]
+    assert [m["seq"] for m in messages] == list(range(len(messages)))
+    assert messages[-1]["event"]["kind"] == "toolCallStarted"
+    assert "".join(m["event"]["text"] for m in messages[:-1]) == "".join(deltas)
+    assert len(messages) < len(deltas) // 20
+
+
+async def test_without_pressure_text_goes_out_at_the_size_and_time_limits():
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, Pressure())
+    em(core.TextDelta("x" * FLUSH_CHARS))
+    assert len(sent) == 1
+    em(core.TextDelta("late"))
+    assert len(sent) == 1
+    await asyncio.sleep(FLUSH_DELAY * 4)
+    assert sent[-1].event.text == "late"

@@ -1,0 +1,175 @@
+"""The stdout writer over real pipes: order, a client that stops reading, back-pressure, close."""
+
+import asyncio
+import io
+import os
+import threading
+
+from heddle.rpc.transport import (HIGH_WATER, LOW_WATER, FdReader, Pressure, StdioTransport,
+                                  frame)
+
+
+class Client:
+    """The editor's end of the daemon's stdout: a thread that reads when allowed to."""
+
+    def __init__(self, fd: int, reading: bool = True):
+        self.fd = fd
+        self.data = bytearray()
+        self.allowed = threading.Event()
+        if reading:
+            self.allowed.set()
+        self.eof = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            self.allowed.wait()
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                self.eof.set()
+                return
+            self.data += chunk
+
+    def messages(self) -> list[bytes]:
+        out, rest = [], bytes(self.data)
+        while rest:
+            head, _, rest = rest.partition(b"\r\n\r\n")
+            n = int(head.split(b":")[1])
+            out.append(rest[:n])
+            rest = rest[n:]
+        return out
+
+
+def make(loop, pressure, on_close=lambda why: None):
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    transport = StdioTransport(FdReader(in_r), os.fdopen(out_w, "wb"), loop, lambda m: None,
+                               on_close, pressure=pressure)
+    transport.start()
+    return transport, out_r, in_w
+
+
+async def wait_until(predicate, timeout=10.0):
+    async def poll():
+        while not predicate():
+            await asyncio.sleep(0.005)
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def test_messages_arrive_whole_and_in_order():
+    loop = asyncio.get_running_loop()
+    transport, out_r, in_w = make(loop, Pressure())
+    client = Client(out_r)
+    bodies = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * (i * 997 % 150_000)) for i in range(300)]
+    for body in bodies:
+        transport.write(frame(body))
+        if len(body) % 7 == 0:
+            await asyncio.sleep(0)
+    await wait_until(lambda: transport.buffered == 0)
+    transport.close()
+    os.close(in_w)
+    await wait_until(lambda: len(client.messages()) == len(bodies))
+    assert client.messages() == bodies
+
+
+async def test_a_client_that_stops_reading_never_blocks_the_loop_and_gets_everything_later():
+    loop = asyncio.get_running_loop()
+    pressure = Pressure()
+    relieved = []
+    transport, out_r, in_w = make(loop, pressure)
+    client = Client(out_r, reading=False)
+    body = b'{"text":"%s"}' % (b"y" * 4000)
+    count = (HIGH_WATER * 3) // len(body)
+    for _ in range(count):  # far more than the pipe holds: each write returns at once
+        transport.write(frame(body))
+    assert transport.buffered > HIGH_WATER
+    assert pressure.backed_up
+    pressure.when_relieved(lambda: relieved.append(transport.buffered))
+
+    client.allowed.set()
+    await wait_until(lambda: relieved)
+    assert relieved[0] <= LOW_WATER
+    assert not pressure.backed_up
+    await wait_until(lambda: transport.buffered == 0)
+    await wait_until(lambda: len(client.messages()) == count)
+    assert client.messages() == [body] * count
+    assert transport.peak_buffered >= HIGH_WATER
+    transport.close()
+    os.close(in_w)
+
+
+async def test_pressure_wait_returns_at_once_when_not_behind_and_after_relief_otherwise():
+    pressure = Pressure()
+    await asyncio.wait_for(pressure.wait(), 1)
+    pressure.set(True)
+    waiter = asyncio.ensure_future(pressure.wait())
+    await asyncio.sleep(0.01)
+    assert not waiter.done()
+    pressure.set(False)
+    await asyncio.wait_for(waiter, 1)
+
+
+async def test_a_closed_pipe_reports_once_and_later_writes_are_ignored():
+    loop = asyncio.get_running_loop()
+    closed = []
+    pressure = Pressure()
+    transport, out_r, in_w = make(loop, pressure, on_close=closed.append)
+    os.close(out_r)
+    for _ in range(3):
+        transport.write(frame(b'{"after":"close"}'))
+    await wait_until(lambda: closed)
+    await asyncio.sleep(0.01)
+    assert closed == ["stdout closed"]
+    assert transport.buffered == 0 and not pressure.backed_up
+    transport.close()
+    os.close(in_w)
+
+
+async def test_close_writes_what_is_buffered_and_gives_up_on_a_client_that_never_reads():
+    loop = asyncio.get_running_loop()
+    transport, out_r, in_w = make(loop, Pressure())
+    client = Client(out_r)
+    client.allowed.clear()
+    body = b'{"z":"%s"}' % (b"z" * 10_000)
+    for _ in range(20):
+        transport.write(frame(body))
+    client.allowed.set()
+    transport.close(timeout=10)
+    await wait_until(lambda: len(client.messages()) == 20)
+
+    stuck, stuck_r, stuck_in = make(loop, Pressure())
+    for _ in range(20):
+        stuck.write(frame(body))
+    stuck.close(timeout=0.05)  # returns although nobody reads
+    assert stuck.buffered == 0
+    for fd in (in_w, stuck_r, stuck_in):
+        os.close(fd)
+
+
+async def test_writes_from_another_thread_go_through_the_loop():
+    loop = asyncio.get_running_loop()
+    transport, out_r, in_w = make(loop, Pressure())
+    client = Client(out_r)
+    threads = [threading.Thread(target=transport.write, args=(frame(b'{"t":%d}' % i),))
+               for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    await wait_until(lambda: len(client.messages()) == 5)
+    assert sorted(client.messages()) == sorted(b'{"t":%d}' % i for i in range(5))
+    transport.close()
+    os.close(in_w)
+
+
+async def test_an_output_without_a_descriptor_gets_plain_writes():
+    loop = asyncio.get_running_loop()
+    out = io.BytesIO()
+    in_r, in_w = os.pipe()
+    transport = StdioTransport(FdReader(in_r), out, loop, lambda m: None, lambda why: None,
+                               pressure=Pressure())
+    transport.start()
+    transport.write(frame(b"{}"))
+    assert out.getvalue() == frame(b"{}")
+    transport.close()
+    os.close(in_w)

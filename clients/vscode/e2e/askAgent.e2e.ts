@@ -118,10 +118,11 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     const mark = milestones(t);
     const folder = makeWorkspace(root.path, "edit", "vscode-edit", { "hello.py": 'print("Hello, wrold")\n' });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
+    mark("workbench loaded");
     await withPage(t, workbench, async () => {
       const page = workbench.page;
       await workbench.statusItem("Heddle: ask the agent").waitFor();
-      mark("workbench loaded, extension active");
+      mark("extension active");
 
       // The selection goes along as context (the scenario only answers if the model sees it).
       const editor = await workbench.openFile("hello.py", "Hello, wrold");
@@ -177,11 +178,12 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     const mark = milestones(t);
     const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
     const workbench = await Workbench.open(browser, codeServer.url, folder);
+    mark("workbench loaded");
     await withPage(t, workbench, async () => {
       const page = workbench.page;
       const panel = workbench.panel();
       await workbench.statusItem("Heddle: ask the agent").waitFor();
-      mark("workbench loaded, extension active");
+      mark("extension active");
 
       /** Wait until the nth answer is streaming, cancel with `click`, and time the end. */
       const cancelNth = async (n: number, how: string, click: () => Promise<void>) => {

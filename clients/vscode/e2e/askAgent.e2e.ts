@@ -2,8 +2,9 @@
  * End to end in a real VS Code: code-server with the packaged VSIX, driven in headless chromium.
  * The extension starts the real daemon, which talks to the scripted model server.
  *
- *  - Ask agent from the command palette with a selection, answer the permission prompt (after
- *    looking at the diff), see the streamed markdown answer in the panel, find the edit on disk.
+ *  - Ask agent from the command palette with a selection, allow the edit (after looking at the
+ *    diff), reject a command with a message, see the streamed markdown answer in the panel, and
+ *    find the edit on disk.
  *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
  *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session;
  *    after "Restart daemon" the next request runs in a new session.
@@ -13,7 +14,7 @@
  */
 
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { Browser } from "playwright-core";
@@ -80,7 +81,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-edit", "vscode-slow"].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow"].map((s) => join(SCENARIOS, `${s}.json`)));
     const py = python();
     codeServer = await startCodeServer({
       root: root.path,
@@ -114,9 +115,9 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     root?.remove();
   });
 
-  it("Ask agent: permission prompt, streamed answer, edit on disk", async (t) => {
+  it("Ask agent: permission prompts (allow an edit, reject a command), streamed answer, edit on disk", async (t) => {
     const mark = milestones(t);
-    const folder = makeWorkspace(root.path, "edit", "vscode-edit", { "hello.py": 'print("Hello, wrold")\n' });
+    const folder = makeWorkspace(root.path, "edit", "vscode-e2e", { "hello.py": 'print("Hello, wrold")\n' });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     mark("workbench loaded");
     await withPage(t, workbench, async () => {
@@ -156,6 +157,13 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       // Answered, the proposal is stale: its diff view closes.
       await diffEditor.waitFor({ state: "detached" });
 
+      // Reject the command, telling the agent why (the scenario only goes on if the model hears it).
+      const commandPrompt = workbench.quickInput.filter({ hasText: "Heddle wants to use Bash" });
+      await commandPrompt.waitFor();
+      assert.match(await commandPrompt.locator("input").getAttribute("placeholder") ?? "", /python3 hello\.py > out\.txt — in /);
+      await workbench.quickInputRow("Reject").click();
+      await workbench.answerInputBox("Tell Heddle why", "No need to run it");
+
       // The answer streams into the panel as markdown; the tool call shows its status and diff.
       const panel = workbench.panel();
       await panel.locator('section.end[data-reason="completed"]').waitFor();
@@ -167,9 +175,11 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       const tool = panel.locator('section.tool[data-status="ok"]');
       assert.match(await tool.locator(".tool-header").innerText(), /Edit hello\.py[\s\S]*1 replacement/);
       assert.equal(await tool.locator(".line.add").innerText(), '+print("Hello, world")');
+      assert.equal(await panel.locator('section.tool[data-status="rejected"] .decision').innerText(), "Permission: rejected — “No need to run it”");
       await workbench.statusItem("Heddle: ask the agent").waitFor();
 
       assert.equal(readFileSync(join(folder, "hello.py"), "utf8"), 'print("Hello, world")\n');
+      assert.equal(existsSync(join(folder, "out.txt")), false, "the rejected command did not run");
       await screenshot(workbench, "vscode-panel", true);
     });
   });

@@ -29,7 +29,11 @@ export class Commands implements vscode.Disposable {
     this.conversation = new Conversation(daemon, {
       onEvent: (params) => this.onEvent(params),
       onSession: (session) => this.panel.setSession(session),
-      askPermission: (request, signal) => askPermission(request, signal, this.diffs),
+      askPermission: async (request, signal) => {
+        const answer = await askPermission(request, signal, this.diffs);
+        if (answer.message) this.panel.dispatch({ type: "answered", toolCallId: request.toolCallId, message: answer.message });
+        return answer;
+      },
     });
     this.panel = new Panel(extensionUri, {
       cancel: () => this.cancel(),

@@ -25,6 +25,8 @@ export type Block =
       /** The command a shell call asks to run. */
       command?: string;
       decision?: string;
+      /** What the user told the agent when rejecting. */
+      note?: string;
     }
   | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
   | { kind: "end"; id: string; reason: string; detail?: string; usage?: string };
@@ -35,6 +37,8 @@ export type Action =
   | { type: "result"; result: TurnStartResult }
   | { type: "failure"; message: string }
   | { type: "notice"; level: "info" | "warning" | "error"; text: string }
+  /** The user's own answer to a permission request, for what the events do not carry. */
+  | { type: "answered"; toolCallId: string; message: string }
   | { type: "clear" };
 
 export interface Transcript {
@@ -78,6 +82,8 @@ export function reduce(t: Transcript, action: Action): Update {
       return append(t, serial, { kind: "notice", id: id(), level: action.level, text: action.text });
     case "result":
       return append(t, serial, endBlock(id(), action.result));
+    case "answered":
+      return upsertTool(t, serial, action.toolCallId, { note: action.message });
     case "event":
       return reduceEvent(t, serial, action.params);
   }
@@ -187,7 +193,7 @@ function upsertTool(
   const id = `tool-${toolCallId}`;
   const index = t.blocks.findIndex((b) => b.id === id);
   if (index < 0) {
-    const block: Block = { kind: "tool", id, tool: patch.tool ?? "tool", title: patch.title ?? patch.tool ?? "tool", state: "pending", ...patch };
+    const block: Block = { kind: "tool", id, tool: patch.tool ?? "tool", title: patch.title ?? patch.tool ?? "tool", state: "pending", ...definedOnly(patch) };
     return append(t, serial, block);
   }
   const current = t.blocks[index] as Extract<Block, { kind: "tool" }>;

@@ -47,6 +47,17 @@ describe("transcript", () => {
     });
   });
 
+  it("keeps the message the user gave with a rejection", () => {
+    const t = run([
+      event({ kind: "permissionAsked", toolCallId: "c2", title: "Run: make", preview: { kind: "command", command: "make", cwd: "/w" } }),
+      { type: "answered", toolCallId: "c2", message: "Not now" },
+      event({ kind: "permissionAnswered", toolCallId: "c2", decision: "reject" }),
+    ]);
+    assert.deepEqual(t.blocks, [{
+      kind: "tool", id: "tool-c2", tool: "tool", title: "Run: make", state: "rejected", command: "make", note: "Not now", decision: "rejected",
+    }]);
+  });
+
   it("reports only the changed block; usage and turnEnded change nothing", () => {
     const t = run([event({ kind: "textDelta", text: "a" })]);
     const update = reduce(t, event({ kind: "textDelta", text: "b" }));

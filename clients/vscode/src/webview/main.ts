@@ -140,9 +140,12 @@ function render(block: Block): HTMLElement {
       const header = element("div", "tool-header");
       header.appendChild(element("span", `status status-${block.state}`, STATUS_WORDS[block.state]));
       header.appendChild(element("span", "title", block.title));
-      if (block.summary) header.appendChild(element("span", "summary", block.summary));
+      if (block.summary && block.summary !== block.state) header.appendChild(element("span", "summary", block.summary));
       node.appendChild(header);
-      if (block.decision) node.appendChild(element("div", "decision", `Permission: ${block.decision}`));
+      if (block.decision || block.note) {
+        const note = block.note ? ` — “${block.note}”` : "";
+        node.appendChild(element("div", "decision", `Permission: ${block.decision ?? "answered"}${note}`));
+      }
       if (block.command) node.appendChild(element("pre", "command", `$ ${block.command}`));
       const diff = block.diff ?? block.preview;
       if (diff) node.appendChild(renderDiff(diff));

@@ -108,6 +108,18 @@ class UsageEvent(Ev, tag="usage"):
     """The turn's token budget, if one was asked for; progress is `usage.outputTokens`."""
 
 
+class AgentEventEvent(Ev, tag="agent"):
+    """An event of a sub-agent (the Task tool), shown under the Task call that started it.
+    Sub-agents' tool calls, permission and error events are forwarded; their text is not (the
+    Task call's result is the sub-agent's answer)."""
+
+    tool_call_id: str
+    """The Task call."""
+    agent: str
+    """The task's short description."""
+    event: "Event"
+
+
 class TurnEndedEvent(Ev, tag="turnEnded"):
     """Always the last event of a turn; the same facts as the `turn/start` result."""
 
@@ -160,8 +172,8 @@ class ErrorEvent(Ev, tag="error"):
 Event = Union[
     TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
-    RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent, ModelFallbackEvent,
-    CompactionEvent, ToolSummaryEvent, TodoEvent,
+    RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent,
+    ModelFallbackEvent, CompactionEvent, ToolSummaryEvent, TodoEvent, AgentEventEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

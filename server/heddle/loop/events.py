@@ -163,6 +163,14 @@ class MessageFinal(msgspec.Struct, frozen=True):
     message: Message
 
 
+class AgentEvent(msgspec.Struct, frozen=True):
+    """An event of a sub-agent, shown under the Task call that started it."""
+
+    tool_call_id: str
+    agent: str
+    event: "CoreEvent"
+
+
 class TurnEnded(msgspec.Struct, frozen=True):
     """Sent last for each turn, with the facts of its Terminal (the driver sends it)."""
 
@@ -202,5 +210,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
-    TodoUpdate,
+    TodoUpdate, AgentEvent,
 ]

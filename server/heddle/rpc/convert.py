@@ -67,6 +67,10 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
         case core.Compaction(layer, before, after, summary, _):
             return wev.CompactionEvent(layer=layer, tokens_before=before, tokens_after=after,
                                        summary=summary)
+        case core.AgentEvent(call_id, agent, inner):
+            nested = event(inner)
+            return None if nested is None else wev.AgentEventEvent(
+                tool_call_id=call_id, agent=agent, event=nested)
         case core.TurnEnded(reason, u, err):
             wire_reason, phase = _REASONS[reason]
             return wev.TurnEndedEvent(reason=wire_reason, usage=usage(u), cancel_phase=phase,

@@ -23,6 +23,7 @@ from heddle.loop.endings import INTERRUPTED
 from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, TerminalReason, Usage
 from heddle.loop.hooks import StopHooks
 from heddle.permissions.hooks import HookRunner
+from heddle.sessions.agents import agent_runner
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
@@ -115,16 +116,19 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     try:
         with turn.scope:
             async with anyio.create_task_group() as tg:
-                params = QueryParams(
-                    messages=messages,
-                    system=system_prompt(session.workspace, session.system_extra),
-                    model=session.model, tools=deps.tools,
-                    tool_context=ToolContext(
-                        session.workspace, emit=emit,
+                def context(sink, run_agent) -> ToolContext:
+                    return ToolContext(
+                        session.workspace, emit=sink,
                         env=tool_env(pass_env=session.policy.pass_env),
                         session_id=session.id, documents=session.documents,
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
-                            tool, path, session.workspace)),
+                            tool, path, session.workspace),
+                        run_agent=run_agent)
+
+                params = QueryParams(
+                    messages=messages,
+                    system=system_prompt(session.workspace, session.system_extra),
+                    model=session.model, tools=deps.tools, tool_context=context(emit, None),
                     policy=session.policy, asker=asker,
                     deps=LoopDeps(model, compactor=compactor, new_id=deps.new_id,
                                   stop_hooks=stop_hooks_of(session)),
@@ -137,6 +141,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                     summary_model=session.options.summary_model,
                     limits=deps.limits_for(session.model) if deps.limits_for else None,
                     take_queued=take_queued, abort_reason=lambda: turn.abort_reason)
+                params.tool_context.run_agent = agent_runner(params, context, emit)
                 terminal = await drive(query(params), emit)
         if terminal is None:  # cancelled before the loop could report
             terminal = Terminal(TerminalReason.ABORTED_STREAMING,

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Awaitable, Any, Callable, ClassVar, Protocol
 
 import msgspec
 
 from heddle.loop.events import CoreEvent, Preview
+
+
+CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("heddle_tool_call", default="")
+"""The id of the tool call the current task runs (set by the executor)."""
 
 
 class ToolError(Exception):
@@ -47,6 +52,9 @@ class ToolContext:
     """The editor's open documents; None: the client does not sync documents."""
     outside_allowed: Callable[[str, Path], bool] = _nowhere_else
     """Whether a permission rule lets tool `name` use `path` outside the workspace."""
+    run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
+    """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
+    (they cannot start their own)."""
 
     def resolve(self, raw: str, tool: str = "") -> Path:
         """An absolute, symlink-free path inside the workspace (or one a rule allows `tool` to

@@ -24,7 +24,7 @@ from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdi
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
                                        Rule, RuleError, SettingsWriteError)
 from heddle.permissions.rules import RuleScope
-from heddle.tools.base import Tool, ToolContext, ToolError, cap
+from heddle.tools.base import CURRENT_CALL, Tool, ToolContext, ToolError, cap
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class ToolExecutor:
         self._done.set()
 
     async def _run(self, call: _Call) -> None:
+        CURRENT_CALL.set(call.block.id)  # this task's context only
         try:
             status, content, summary, diff = await self._execute(call)
         except anyio.get_cancelled_exc_class():

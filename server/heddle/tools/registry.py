@@ -1,7 +1,8 @@
-"""The built-in tool set (the Task tool, a sub-agent, is not part of it yet)."""
+"""The built-in tool set."""
 
 from __future__ import annotations
 
+from heddle.tools.agent import Task
 from heddle.tools.base import Tool
 from heddle.tools.edits import MultiEdit, Write
 from heddle.tools.files import Edit, Read
@@ -12,5 +13,6 @@ from heddle.tools.todo import TodoWrite
 
 
 def builtin_tools() -> dict[str, Tool]:
-    tools = (Read(), Glob(), Grep(), LS(), Edit(), MultiEdit(), Write(), Bash(), TodoWrite())
+    tools = (Read(), Glob(), Grep(), LS(), Edit(), MultiEdit(), Write(), Bash(), TodoWrite(),
+             Task())
     return {t.name: t for t in tools}

@@ -33,6 +33,7 @@ return {
     "compaction",
     "toolSummary",
     "todo",
+    "agent",
   },
   errors = {
     PARSE_ERROR = -32700,

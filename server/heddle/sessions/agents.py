@@ -1,0 +1,60 @@
+"""Sub-agents for the Task tool: a nested loop with source `agent:<name>`, read-only tools,
+and only its tool activity forwarded to the editor, under the Task call."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import anyio
+
+from heddle.loop import events as ev
+from heddle.loop.deps import LoopDeps
+from heddle.loop.events import CoreEvent, TerminalReason
+from heddle.loop.messages import tool_uses, user_text
+from heddle.loop.query import QueryParams, drive, query
+from heddle.tools.agent import AGENT_MAX_TURNS, AGENT_TOOLS
+from heddle.tools.base import CURRENT_CALL, ToolContext, ToolOutput
+
+AGENT_SYSTEM = """You are a research sub-agent of Heddle, a coding agent, working in the
+workspace {workspace}. You can read and search files but not change them or run commands.
+Do the task you are given thoroughly, then answer with a concise, specific report (paths, line
+numbers, names): it is all the main agent will see of your work."""
+
+FORWARDED = (ev.ToolCallStarted, ev.ToolCallInput, ev.ToolCallFinished, ev.PermissionAsked,
+             ev.PermissionAnswered, ev.Retry, ev.ErrorReport)
+
+
+def agent_runner(params: QueryParams, context: Callable[..., ToolContext],
+                 emit: Callable[[CoreEvent], None]):
+    """`run_agent(name, prompt)` for the Task tool of the query `params` describes."""
+
+    async def run_agent(name: str, prompt: str) -> ToolOutput:
+        call_id = CURRENT_CALL.get()
+
+        def forward(event: CoreEvent) -> None:
+            if isinstance(event, FORWARDED):
+                emit(ev.AgentEvent(call_id, name, event))
+
+        tools = {n: t for n, t in params.tools.items() if n in AGENT_TOOLS}
+        async with anyio.create_task_group() as tg:
+            sub = QueryParams(
+                messages=(user_text(prompt),),
+                system=AGENT_SYSTEM.format(workspace=params.tool_context.workspace),
+                model=params.model, tools=tools, tool_context=context(forward, None),
+                policy=params.policy, asker=params.asker,
+                deps=LoopDeps(params.deps.model, compactor=params.deps.compactor,
+                              new_id=params.deps.new_id),
+                task_group=tg, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
+                max_tokens=params.max_tokens, permission_lock=params.permission_lock,
+                limits=params.limits)
+            terminal = await drive(query(sub), forward)
+        calls = sum(len(tool_uses(m)) for m in terminal.messages if m.role == "assistant")
+        spent = terminal.usage.input_tokens + terminal.usage.output_tokens
+        summary = f"{calls} tool call{'' if calls == 1 else 's'}, {spent:,} tokens"
+        if terminal.reason is TerminalReason.COMPLETED and terminal.text.strip():
+            return ToolOutput(terminal.text, summary)
+        why = terminal.error.message if terminal.error else terminal.reason.value
+        return ToolOutput(f"The sub-agent stopped before answering ({why}).", summary,
+                          is_error=True)
+
+    return run_agent

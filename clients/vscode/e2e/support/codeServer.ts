@@ -4,11 +4,11 @@
  * and killed as a group, so no extension host or daemon outlives the test.
  */
 
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { deadline, killGroup } from "../../test/support/processes";
+import { deadline, killGroup, spawnGroup } from "../../test/support/processes";
 
 const HERE = resolve(__dirname, "..", "..");
 export const CODE_SERVER = process.env.HEDDLE_CODE_SERVER ?? join(HERE, ".e2e", "code-server", "node_modules", ".bin", "code-server");
@@ -48,10 +48,10 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     throw new Error(`installing ${options.vsix} failed:\n${install.stdout}${install.stderr}`);
   }
 
-  const child: ChildProcess = spawn(
+  const child: ChildProcess = spawnGroup(
     CODE_SERVER,
     [...common, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override"],
-    { env, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+    { env, stdio: ["ignore", "pipe", "pipe"] },
   );
   let log = "";
   const collect = (text: string) => {

@@ -3,7 +3,7 @@
  * own process group so teardown kills everything it started, with every wait bounded.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -33,20 +33,60 @@ export function deadline<T>(promise: Promise<T>, ms: number, what: string): Prom
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Kill a detached child's whole process group; wait (bounded) for it to exit. */
-export async function killGroup(child: ChildProcess, ms = 5000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  const signal = (sig: NodeJS.Signals) => {
+/** Process groups started here; killed even if the test process is interrupted. */
+const groups = new Set<number>();
+
+function killAllGroups(): void {
+  for (const pgid of groups) {
     try {
-      process.kill(-child.pid!, sig);
+      process.kill(-pgid, "SIGKILL");
     } catch {
       // Already gone.
     }
+  }
+  groups.clear();
+}
+
+process.once("exit", killAllGroups);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    killAllGroups();
+    process.exit(128 + (signal === "SIGINT" ? 2 : signal === "SIGTERM" ? 15 : 1));
+  });
+}
+
+/** Spawn `command` as the leader of a new process group (like setsid), remembered for teardown. */
+export function spawnGroup(command: string, args: string[], options: SpawnOptions): ChildProcess {
+  const child = spawn(command, args, { ...options, detached: true });
+  if (child.pid !== undefined) groups.add(child.pid);
+  return child;
+}
+
+/**
+ * Kill a child's whole process group: SIGTERM, SIGKILL if the leader has not exited within
+ * `ms`, and SIGKILL for whatever of the group outlived its leader (an extension host, a daemon).
+ */
+export async function killGroup(child: ChildProcess, ms = 5000): Promise<void> {
+  const pgid = child.pid;
+  if (pgid === undefined) return;
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(-pgid, sig);
+    } catch {
+      // The group is gone.
+    }
   };
+  const running = child.exitCode === null && child.signalCode === null;
+  const exited = running ? new Promise<void>((done) => child.once("exit", () => done())) : Promise.resolve();
   signal("SIGTERM");
   const timer = setTimeout(() => signal("SIGKILL"), ms);
-  await deadline(exited, ms + 2000, `process ${child.pid} to exit`).finally(() => clearTimeout(timer));
+  try {
+    await deadline(exited, ms + 2000, `process ${pgid} to exit`);
+  } finally {
+    clearTimeout(timer);
+    signal("SIGKILL");
+    groups.delete(pgid);
+  }
 }
 
 export function tempDir(prefix: string): { path: string; remove(): void } {
@@ -63,8 +103,7 @@ export interface Scripted {
 export async function startScripted(scenarioFiles: string[], log?: (line: string) => void): Promise<Scripted> {
   const py = python();
   const args = ["-m", "heddle.scripted", "--port", "0", "--quiet", ...scenarioFiles.flatMap((f) => ["--scenario", f])];
-  const child = spawn(py.command, args, {
-    detached: true,
+  const child = spawnGroup(py.command, args, {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...py.env },
   });
@@ -99,9 +138,8 @@ export interface DaemonProcess {
 /** Start the real daemon over stdio and run `initialize`, announcing permission requests. */
 export async function startDaemon(env: Record<string, string>, cwd: string): Promise<DaemonProcess> {
   const py = python();
-  const child = spawn(py.command, ["-m", "heddle", "serve"], {
+  const child = spawnGroup(py.command, ["-m", "heddle", "serve"], {
     cwd,
-    detached: true,
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, ...py.env, ...env },
   });

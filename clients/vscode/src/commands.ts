@@ -6,7 +6,7 @@
 import * as vscode from "vscode";
 import { DaemonStartError, type Daemon } from "./daemon";
 import * as editor from "./editor";
-import type { ContextItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+import type { ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 import { Conversation, TurnInProgressError } from "./session";
 import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
@@ -167,6 +167,7 @@ export class Commands implements vscode.Disposable {
       : event.kind === "permissionAsked" ? `waiting for you: ${event.title}`
       : event.kind === "textDelta" ? "writing"
       : event.kind === "retry" ? `retrying (${event.attempt}/${event.maxAttempts})`
+      : event.kind === "todo" ? currentTask(event.todos)
       : undefined;
     if (activity) this.showActivity(activity);
   }
@@ -195,6 +196,12 @@ export class Commands implements vscode.Disposable {
       if (choice === "Show Log") this.log.show();
     });
   }
+}
+
+/** The plan's task in progress, as it reads while it runs. */
+function currentTask(todos: TodoItem[]): string | undefined {
+  const task = todos.find((todo) => todo.status === "inProgress");
+  return task ? task.activeForm || task.content : undefined;
 }
 
 function messageOf(error: unknown): string {

@@ -4,9 +4,17 @@
  * the same reducer on the same actions, repainting only the blocks an action touched.
  */
 
-import type { ContextItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+import type { AgentEventEvent, ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 
 export type ToolState = "pending" | "asking" | "running" | "ok" | "error" | "rejected" | "cancelled";
+
+/** A tool call a sub-agent made, shown inside the Task call that started the sub-agent. */
+export interface ChildCall {
+  id: string;
+  title: string;
+  state: ToolState;
+  summary?: string;
+}
 
 export type Block =
   | { kind: "user"; id: string; text: string; context: string[] }
@@ -27,7 +35,11 @@ export type Block =
       decision?: string;
       /** What the user told the agent when rejecting. */
       note?: string;
+      /** For a Task call: the sub-agent's name and the tool calls it made. */
+      agent?: string;
+      children?: ChildCall[];
     }
+  | { kind: "plan"; id: string; items: TodoItem[] }
   | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
   | { kind: "end"; id: string; reason: string; detail?: string; usage?: string };
 
@@ -156,6 +168,10 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
       });
     case "toolSummary":
       return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
+    case "todo":
+      return upsertPlan(t, serial, `plan-${params.turnId}`, event.todos);
+    case "agent":
+      return reduceAgentEvent(t, serial, event);
     default: {
       const unknown = event as { kind: string; message?: unknown };
       // The end of the turn is drawn from the `turn/start` result, which carries the same facts.
@@ -165,6 +181,51 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
       return append(t, serial, { kind: "notice", id, level: "info", text });
     }
   }
+}
+
+/** The agent's plan: one block per turn, replaced as the list changes. */
+function upsertPlan(t: Transcript, serial: number, id: string, items: TodoItem[]): Update {
+  const block: Block = { kind: "plan", id, items };
+  const index = t.blocks.findIndex((b) => b.id === id);
+  if (index < 0) return append(t, serial, block);
+  const blocks = t.blocks.slice();
+  blocks[index] = block;
+  return { transcript: { ...t, blocks, serial, open: undefined }, changed: [id] };
+}
+
+/** A sub-agent's tool activity goes into the Task call's block; its other events are not shown. */
+function reduceAgentEvent(t: Transcript, serial: number, event: AgentEventEvent): Update {
+  const inner = event.event;
+  let patch: Partial<ChildCall> & { id: string };
+  switch (inner.kind) {
+    case "toolCallStarted":
+      patch = { id: inner.toolCallId, title: inner.tool, state: "pending" };
+      break;
+    case "toolCallInput":
+      patch = { id: inner.toolCallId, title: inner.title, state: "running" };
+      break;
+    case "permissionAsked":
+      patch = { id: inner.toolCallId, title: inner.title, state: "asking" };
+      break;
+    case "permissionAnswered":
+      patch = { id: inner.toolCallId, state: inner.decision === "reject" ? "rejected" : "running" };
+      break;
+    case "toolCallFinished":
+      patch = { id: inner.toolCallId, state: inner.status, summary: inner.summary };
+      break;
+    case "error":
+      patch = { id: `error-${serial}`, title: inner.error.message, state: "error" };
+      break;
+    default:
+      return { transcript: { ...t, serial }, changed: [] };
+  }
+  const parentId = `tool-${event.toolCallId}`;
+  const parent = t.blocks.find((b): b is Extract<Block, { kind: "tool" }> => b.id === parentId && b.kind === "tool");
+  const children = (parent?.children ?? []).slice();
+  const index = children.findIndex((c) => c.id === patch.id);
+  if (index < 0) children.push({ title: "tool", state: "pending", ...definedOnly(patch) } as ChildCall);
+  else children[index] = { ...children[index], ...definedOnly(patch) };
+  return upsertTool(t, serial, event.toolCallId, { agent: event.agent, children });
 }
 
 /** Take back what a model call showed: it is being redone. */

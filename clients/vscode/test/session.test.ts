@@ -82,7 +82,8 @@ describe("session logic against the real daemon", () => {
   before(async () => {
     state = tempDir("heddle-state-");
     scripted = await startScripted(
-      ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset"]
+      ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset",
+        "vscode-plan-task"]
         .map(scenario),
     );
     daemon = await startDaemon(
@@ -190,6 +191,25 @@ describe("session logic against the real daemon", () => {
     const [tool] = host.blocks("tool");
     assert.equal(tool.state, "rejected");
     assert.match(tool.decision ?? "", /rejected/);
+  });
+
+  it("the plan and a sub-agent's tool calls reach the panel's model", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    const result = await deadline(conversation.ask(settings("vscode-plan-task"), "Where is the greeting?"), 20000, "the turn");
+
+    assert.equal(result.reason, "completed");
+    assert.equal(result.text, "It is in hello.py, line 1.");
+    assert.deepEqual(host.blocks("plan").map((b) => b.items.map((i) => [i.content, i.status])), [
+      [["Find the greeting", "completed"], ["Report where it is", "completed"]],
+    ]);
+    const task = host.blocks("tool").find((b) => b.tool === "Task");
+    assert.equal(task?.state, "ok");
+    assert.equal(task?.agent, "find the greeting");
+    assert.equal(task?.children?.length, 1);
+    assert.match(task?.children?.[0].title ?? "", /Hello/);
+    assert.equal(task?.children?.[0].state, "ok");
+    assert.ok(!host.blocks("assistant").some((b) => b.text.includes("printed in hello.py")), "the sub-agent's text stays inside");
   });
 
   it("cancel ends a streaming turn promptly with reason cancelled", async () => {

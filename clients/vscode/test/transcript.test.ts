@@ -47,6 +47,38 @@ describe("transcript", () => {
     });
   });
 
+  it("keeps one plan per turn, replaced as it changes", () => {
+    const t = run([
+      event({ kind: "todo", todos: [{ content: "Read", status: "inProgress", activeForm: "Reading" }, { content: "Fix", status: "pending" }] }),
+      event({ kind: "textDelta", text: "working" }),
+      event({ kind: "todo", todos: [{ content: "Read", status: "completed" }, { content: "Fix", status: "inProgress" }] }),
+    ]);
+    assert.deepEqual(t.blocks.map((b) => b.kind), ["plan", "assistant"]);
+    assert.deepEqual(t.blocks[0], {
+      kind: "plan", id: "plan-t", items: [{ content: "Read", status: "completed" }, { content: "Fix", status: "inProgress" }],
+    });
+  });
+
+  it("puts a sub-agent's tool calls inside its Task call", () => {
+    const sub = (e: Record<string, unknown>) => event({ kind: "agent", toolCallId: "task1", agent: "find the config", event: e as unknown as Event });
+    const t = run([
+      event({ kind: "toolCallInput", toolCallId: "task1", tool: "Task", input: {}, title: "Task: find the config" }),
+      sub({ kind: "toolCallStarted", toolCallId: "r1", tool: "Read" }),
+      sub({ kind: "textDelta", text: "not shown" }),
+      sub({ kind: "toolCallInput", toolCallId: "r1", tool: "Read", input: {}, title: "Read app.toml" }),
+      sub({ kind: "toolCallFinished", toolCallId: "r1", tool: "Read", status: "ok", summary: "12 lines" }),
+      sub({ kind: "toolCallStarted", toolCallId: "g1", tool: "Grep" }),
+    ]);
+    assert.equal(t.blocks.length, 1);
+    const task = t.blocks[0];
+    assert.ok(task.kind === "tool");
+    assert.equal(task.agent, "find the config");
+    assert.deepEqual(task.children, [
+      { id: "r1", title: "Read app.toml", state: "ok", summary: "12 lines" },
+      { id: "g1", title: "Grep", state: "pending" },
+    ]);
+  });
+
   it("keeps the message the user gave with a rejection", () => {
     const t = run([
       event({ kind: "permissionAsked", toolCallId: "c2", title: "Run: make", preview: { kind: "command", command: "make", cwd: "/w" } }),

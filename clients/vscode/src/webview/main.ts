@@ -146,9 +146,35 @@ function render(block: Block): HTMLElement {
         const note = block.note ? ` — “${block.note}”` : "";
         node.appendChild(element("div", "decision", `Permission: ${block.decision ?? "answered"}${note}`));
       }
+      if (block.children?.length) {
+        const list = element("ul", "children");
+        if (block.agent) list.setAttribute("aria-label", block.agent);
+        for (const child of block.children) {
+          const item = element("li", `child status-${child.state}`);
+          item.dataset.status = child.state;
+          item.appendChild(element("span", "mark", CHILD_MARKS[child.state] ?? "•"));
+          item.appendChild(element("span", "title", child.title));
+          if (child.summary && child.summary !== child.state) item.appendChild(element("span", "summary", child.summary));
+          list.appendChild(item);
+        }
+        node.appendChild(list);
+      }
       if (block.command) node.appendChild(element("pre", "command", `$ ${block.command}`));
       const diff = block.diff ?? block.preview;
       if (diff) node.appendChild(renderDiff(diff));
+      break;
+    }
+    case "plan": {
+      node.appendChild(element("div", "plan-title", "Plan"));
+      const list = element("ul");
+      for (const item of block.items) {
+        const entry = element("li", `todo ${item.status}`);
+        entry.dataset.status = item.status;
+        entry.appendChild(element("span", "mark", TODO_MARKS[item.status] ?? "☐"));
+        entry.appendChild(element("span", "text", item.status === "inProgress" ? item.activeForm || item.content : item.content));
+        list.appendChild(entry);
+      }
+      node.appendChild(list);
       break;
     }
     case "notice":
@@ -173,6 +199,12 @@ const STATUS_WORDS: Record<string, string> = {
   rejected: "Rejected",
   cancelled: "Cancelled",
 };
+
+const CHILD_MARKS: Record<string, string> = {
+  pending: "…", asking: "?", running: "⋯", ok: "✓", error: "✗", rejected: "⊘", cancelled: "⊘",
+};
+
+const TODO_MARKS: Record<string, string> = { pending: "☐", inProgress: "◐", completed: "☑" };
 
 function renderDiff(diff: string): HTMLElement {
   const pre = element("pre", "diff");

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 from e2e import lsp
 from e2e.test_turns import new_session
 
@@ -84,3 +87,27 @@ async def test_manual_compaction_keeps_recent_rounds(client, scripted, workspace
         assert "no session" in str(exc)
     else:
         raise AssertionError("compacted a missing session")
+
+
+async def test_oversized_tool_result_is_cut_and_saved_for_reading_back(client, scripted,
+                                                                       workspace, daemon_env):
+    (workspace / "many.txt").write_text("".join(f"needle {i}\n" for i in range(6000)))
+    sid = await new_session(client, workspace, "s")
+    saved = (Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "tool-results" / sid
+             / "toolu_grep.txt")
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "tool_use", "id": "toolu_grep", "name": "Grep",
+                      "input": {"pattern": "needle"}}]},
+        {"content": [{"type": "tool_use", "name": "Read",
+                      "input": {"path": str(saved), "offset": 3000, "limit": 2}}]},
+        {"content": [{"type": "text", "text": "Found them."}]}]})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find"})
+    assert result["reason"] == "completed"
+    grep_result = scripted.requests_for("s")[1].body["messages"][-1]["content"][0]["content"]
+    assert len(grep_result) < 32_000 and "characters omitted" in grep_result
+    assert f"is saved in {saved}" in grep_result
+    assert saved.read_text().count("needle") == 6000
+    # the saved file is outside the workspace, yet Read may page through it
+    read_back = scripted.requests_for("s")[2].body["messages"][-1]["content"][0]
+    assert read_back["is_error"] is False
+    assert "needle 2999" in read_back["content"]

@@ -65,3 +65,32 @@ async def test_stop_hooks_never_run_after_an_api_error(client, scripted, workspa
     assert result["reason"] == "modelError"
     assert not (workspace / "stop_calls.jsonl").exists()
     assert len(scripted.requests_for("s")) == 1
+
+
+STOP_TOOL = """import json, sys
+event = json.load(sys.stdin)
+if event["tool_name"] == "Bash":
+    print(json.dumps({"continue": False, "stopReason": "no shell commands after 6 pm"}))
+"""
+
+
+async def test_tool_hook_can_stop_the_turn(client, scripted, workspace):
+    hook = workspace / "tool_hook.py"
+    hook.write_text(STOP_TOOL)
+    (workspace / ".heddle").mkdir()
+    (workspace / ".heddle" / "settings.toml").write_text(
+        f'[[hooks.PreToolUse]]\ncommand = "{sys.executable} {hook}"\n')
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
+                     {"type": "tool_use", "name": "Bash", "input": {"command": "touch ran"}}]},
+        DONE, DONE]})
+    sid = await new_session(client, workspace, "s", permissionMode="bypassPermissions")
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    assert result["reason"] == "hookStopped"
+    assert result["error"]["message"] == "no shell commands after 6 pm"
+    assert not (workspace / "ran").exists()
+    assert len(scripted.requests_for("s")) == 1
+    again = await client.call("turn/start", {"sessionId": sid, "prompt": "ok, continue"})
+    assert again["reason"] == "completed"
+    results = scripted.requests_for("s")[1].body["messages"][2]["content"]
+    assert [r["is_error"] for r in results[:2]] == [False, True]

@@ -134,6 +134,9 @@ class PreToolVerdict:
     reason: str | None = None
     updated_input: dict[str, Any] | None = None
     """The input a hook replaced the call's input with; None: unchanged."""
+    stop: str | None = None
+    """A hook answered `{"continue": false}`: the call does not run and the turn ends after
+    this batch of tools (reason `hookStopped`), with this `stopReason`."""
 
 
 async def pre_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_name: str,
@@ -155,6 +158,9 @@ async def pre_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_na
             return PreToolVerdict("deny", result.stderr.strip() or "a PreToolUse hook refused it",
                                   updated)
         out = result.stdout_json or {}
+        if out.get("continue") is False:
+            why = str(out.get("stopReason") or f"the PreToolUse hook `{hook.command}` stopped the turn")
+            return PreToolVerdict("deny", why, updated, stop=why)
         if isinstance(out.get("updatedInput"), dict):
             updated = out["updatedInput"]
         said = _ALIASES.get(out.get("decision"), out.get("decision"))
@@ -175,6 +181,8 @@ class PostToolFeedback:
     """What the hooks said, appended to the tool result the model reads."""
     block: bool
     """A hook objected: the result is marked as an error."""
+    stop: str | None = None
+    """A hook answered `{"continue": false}`: the turn ends after this batch of tools."""
 
 
 async def post_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_name: str,
@@ -182,6 +190,7 @@ async def post_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_n
                         ) -> PostToolFeedback | None:
     notes: list[str] = []
     block = False
+    stop: str | None = None
     for hook in hooks:
         if not hook.matches(tool_name):
             continue
@@ -195,6 +204,9 @@ async def post_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_n
             notes.append(result.stderr.strip() or "a PostToolUse hook objected")
             continue
         out = result.stdout_json or {}
+        if out.get("continue") is False:
+            stop = str(out.get("stopReason") or f"the PostToolUse hook `{hook.command}` stopped the turn")
+            notes.append(stop)
         if out.get("decision") == "block":
             block = True
             notes.append(str(out.get("reason") or "a PostToolUse hook objected"))
@@ -202,4 +214,4 @@ async def post_tool_use(hooks: Sequence[HookCommand], runner: HookRunner, tool_n
             notes.append(str(out["additionalContext"]))
     if not notes:
         return None
-    return PostToolFeedback("\n".join(notes), block)
+    return PostToolFeedback("\n".join(notes), block, stop)

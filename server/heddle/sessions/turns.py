@@ -31,7 +31,7 @@ from heddle.loop.query import QueryParams, drive, query
 from heddle.model.types import ModelCaller
 from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
-from heddle.sessions.transcript import TranscriptWriter
+from heddle.sessions.transcript import TranscriptWriter, sessions_dir
 from heddle.tools.base import Tool, ToolContext
 from heddle.tools.environment import tool_env
 
@@ -123,6 +123,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         session_id=session.id, documents=session.documents,
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
+                        results_dir=sessions_dir().parent / "tool-results" / session.id,
                         run_agent=run_agent)
 
                 params = QueryParams(

@@ -52,6 +52,8 @@ class ToolContext:
     """The editor's open documents; None: the client does not sync documents."""
     outside_allowed: Callable[[str, Path], bool] = _nowhere_else
     """Whether a permission rule lets tool `name` use `path` outside the workspace."""
+    results_dir: Path | None = None
+    """Where over-long tool results are saved in full (readable with Read); None: not saved."""
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""
@@ -64,7 +66,8 @@ class ToolContext:
             path = self.workspace / path
         resolved = path.resolve()
         root = self.workspace.resolve()
-        if resolved != root and root not in resolved.parents \
+        saved = self.results_dir is not None and self.results_dir.resolve() in resolved.parents
+        if resolved != root and root not in resolved.parents and not saved \
                 and not self.outside_allowed(tool, resolved):
             raise ToolError(f"{raw} is outside the workspace {root}; only files inside it "
                             "can be used (a permission rule in the user's settings can allow "
@@ -114,6 +117,22 @@ def schema_of(tool: Tool) -> dict[str, Any]:
     schema = dict(components[tool.input_type.__name__])
     schema.pop("title", None)
     return {"name": tool.name, "description": tool.description, "input_schema": schema}
+
+
+def budget_result(text: str, limit: int, folder: Path | None, call_id: str) -> str:
+    """Layer 0 of the context pipeline: an over-long result keeps its head and tail, and its
+    full text is saved to a file the model can page through with Read."""
+    short = cap(text, limit)
+    if folder is None:
+        return short
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{call_id}.txt"
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        return short
+    return (f"{short}\n\n[The full result ({len(text):,} characters) is saved in {path}; "
+            "read it with Read, using offset and limit, if you need the omitted part.]")
 
 
 def cap(text: str, limit: int) -> str:

@@ -24,7 +24,7 @@ from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdi
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
                                        Rule, RuleError, SettingsWriteError)
 from heddle.permissions.rules import RuleScope
-from heddle.tools.base import CURRENT_CALL, Tool, ToolContext, ToolError, cap
+from heddle.tools.base import CURRENT_CALL, budget_result, Tool, ToolContext, ToolError, cap
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,8 @@ class ToolExecutor:
     _running: int = 0
     _idle: anyio.Event = field(default_factory=anyio.Event)
     _done: anyio.Event = field(default_factory=anyio.Event)
+    stop_reason: str | None = None
+    """Set when a tool hook asked to end the turn after this batch (`{"continue": false}`)."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -118,8 +120,9 @@ class ToolExecutor:
     def _finish(self, call: _Call, status: str, content: str, summary: str,
                 diff: str | None = None) -> None:
         limit = call.tool.max_result_chars if call.tool else 10_000
-        call.result = ToolResultBlock(call.block.id, cap(content, limit) or "(no output)",
-                                      status != "ok")
+        if len(content) > limit:
+            content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
+        call.result = ToolResultBlock(call.block.id, content or "(no output)", status != "ok")
         self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, status, summary, diff))
 
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
@@ -132,6 +135,8 @@ class ToolExecutor:
         try:
             inp = self._validated(tool, block.input)
             verdict = await self._pre_hooks(tool, inp)
+            if verdict.stop:
+                self.stop_reason = verdict.stop
             if verdict.decision == "deny":
                 self.ctx.emit(PermissionAnswered(block.id, "reject",
                                                  reason=f"PreToolUse hook: {verdict.reason}"))
@@ -155,6 +160,8 @@ class ToolExecutor:
             return "error", str(exc), str(exc), None
         content, is_error = output.content, output.is_error
         feedback = await self._post_hooks(tool, inp, content, is_error)
+        if feedback is not None and feedback.stop:
+            self.stop_reason = feedback.stop
         if feedback is not None:
             content = f"{content}\n\n[PostToolUse hook] {feedback.text}"
             is_error = is_error or feedback.block

@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Literal
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput, cap
+from heddle.tools.base import ToolContext, ToolError, ToolOutput
 
 
 def ripgrep() -> str:
@@ -84,4 +84,5 @@ class Grep:
         text = result.stdout.decode(errors="replace").replace(root, "")
         lines = text.count("\n")
         unit = "files" if inp.output_mode != "content" else "lines"
-        return ToolOutput(cap(text.rstrip("\n"), self.max_result_chars), f"{lines} {unit}")
+        # over-long output is cut by the executor, which keeps the full text on disk
+        return ToolOutput(text.rstrip("\n"), f"{lines} {unit}")

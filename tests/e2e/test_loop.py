@@ -208,3 +208,19 @@ async def test_tool_batches_get_one_line_summaries(client, scripted, workspace):
     assert len(summary["toolCallIds"]) == 1
     asked = scripted.requests_for("cheap")[0].body
     assert asked["max_tokens"] == 64 and "Read" in asked["messages"][0]["content"][0]["text"]
+
+
+async def test_prompt_too_long_collapses_older_rounds_first(client, scripted, workspace):
+    too_long = {"fault": {"status": 400, "promptTooLong": True}}
+    summary = {"content": [{"type": "text", "text": "Read app.py twice; nothing found."}]}
+    scripted.add_scenario("s", {"steps": [READ] * 6 + [too_long, summary, DONE]})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    assert result["transitions"] == ["next_turn"] * 6 + ["collapse_drain_retry"]
+    (compaction,) = client.turn_events("compaction")
+    assert compaction["layer"] == "collapse"
+    assert client.turn_events("error") == []
+    retried = scripted.requests_for("s")[-1].body["messages"]
+    assert "Read app.py twice" in retried[0]["content"][-1]["text"]
+    assert len(retried) < len(scripted.requests_for("s")[6].body["messages"])

@@ -184,3 +184,14 @@ async def compact_now(messages: tuple[Message, ...], model: str, compactor: Comp
         return None
     result = await _summarise(messages, model, compactor, "auto", keep_rounds)
     return result or await _summarise(messages, model, compactor, "auto", 0)
+
+
+async def collapse_drain(messages: tuple[Message, ...], model: str, compactor: Compactor,
+                         keep_rounds: int) -> tuple[tuple[Message, ...], Compaction] | None:
+    """After a prompt-too-long error: collapse the older rounds (finer than a full compaction).
+    None when there are too few rounds or it failed; then a reactive compaction follows."""
+    result = await _summarise(messages, model, compactor, "collapse", keep_rounds)
+    if result is None:
+        return None
+    new, summary = result
+    return new, Compaction("collapse", tokens_of(messages), tokens_of(new), summary, new)

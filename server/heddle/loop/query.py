@@ -19,7 +19,7 @@ from typing import AsyncIterator, Callable
 import anyio
 import anyio.abc
 
-from heddle.context.pipeline import PipelineSettings, prepare
+from heddle.context.pipeline import PipelineSettings, collapse_drain, prepare
 from heddle.context.windows import Limits, estimate_tokens, limits_for
 from heddle.loop import endings
 from heddle.loop.budget import check_token_budget
@@ -119,6 +119,7 @@ def rebuilt(state: LoopState, reason: ContinueReason, **changes) -> LoopState:
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
         max_output_tokens_override=state.max_output_tokens_override,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        has_attempted_collapse_drain=state.has_attempted_collapse_drain,
         stop_hook_active=state.stop_hook_active, model=state.model, budget=state.budget,
         context_base=state.context_base)
     fields.update(changes)
@@ -205,9 +206,23 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
             return
         if outcome.status == "failed":
             info = outcome.error
-            if (info.code == "promptTooLong" and not state.has_attempted_reactive_compact
-                    and p.deps.compactor is not None):
-                # the error is withheld: the client never sees an error that was recovered
+            too_long = info.code == "promptTooLong" and p.deps.compactor is not None
+            # the error is withheld: the client never sees an error that was recovered
+            if too_long and not state.has_attempted_collapse_drain:
+                try:
+                    drained = await collapse_drain(state.messages, state.model, p.deps.compactor,
+                                                   p.pipeline.keep_rounds)
+                except anyio.get_cancelled_exc_class():
+                    for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
+                        yield ev
+                    return
+                if drained is not None:
+                    yield drained[1]
+                    state = rebuilt(state, ContinueReason.COLLAPSE_DRAIN_RETRY,
+                                    messages=drained[0], has_attempted_collapse_drain=True,
+                                    context_base=(0, 0))
+                    continue
+            if too_long and not state.has_attempted_reactive_compact:
                 try:
                     compacted = await _compact(p, state, "reactive")
                 except anyio.get_cancelled_exc_class():
@@ -218,7 +233,7 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
                     yield compacted[1]
                     state = rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY,
                                     messages=compacted[0], has_attempted_reactive_compact=True,
-                                    context_base=(0, 0))
+                                    has_attempted_collapse_drain=True, context_base=(0, 0))
                     continue
             events, messages = endings.close_failed(state.messages, response.blocks, executor)
             reason = (TerminalReason.PROMPT_TOO_LONG if info.code == "promptTooLong"

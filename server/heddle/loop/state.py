@@ -38,6 +38,8 @@ class LoopState:
     max_output_tokens_override: int | None = None
     has_attempted_reactive_compact: bool = False
     """One reactive compaction per turn: never reset, not even by stop-hook retries."""
+    has_attempted_collapse_drain: bool = False
+    """Collapsing older rounds is tried once per turn before a full reactive compaction."""
     stop_hook_active: bool = False
     """Stop hooks sent the model back to work once; they do not run again this turn."""
     model: str = ""
@@ -57,6 +59,7 @@ def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
         max_output_tokens_recovery_count=0,
         max_output_tokens_override=None,
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        has_attempted_collapse_drain=state.has_attempted_collapse_drain,
         stop_hook_active=state.stop_hook_active,
         model=state.model,
         budget=state.budget,

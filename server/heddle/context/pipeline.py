@@ -123,8 +123,8 @@ class CircuitBreaker:
 
 
 async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, model: str,
-                  compactor: Compactor | None, settings: PipelineSettings = PipelineSettings()
-                  ) -> tuple[tuple[Message, ...], int, list[Compaction]]:
+                  compactor: Compactor | None, settings: PipelineSettings = PipelineSettings(),
+                  microcompactor=None) -> tuple[tuple[Message, ...], int, list[Compaction]]:
     """Run the layers; returns the messages to send, their estimated tokens, and one event per
     layer that changed something."""
     events: list[Compaction] = []
@@ -139,8 +139,8 @@ async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, mo
         messages, tokens = snipped, record("snip", tokens, snipped)
     target = int(limits.auto_compact_at * settings.microcompact_ratio)
     if tokens > target:
-        cleared_messages, cleared = microcompact(messages, tokens, target,
-                                                 settings.keep_tool_results)
+        cleared_messages, cleared = (microcompactor or microcompact)(
+            messages, tokens, target, settings.keep_tool_results)
         if cleared:
             messages, tokens = cleared_messages, record("microcompact", tokens, cleared_messages)
     if tokens > limits.auto_compact_at and compactor is not None:

@@ -28,8 +28,10 @@ class Compactor(Protocol):
 
 
 class Microcompactor(Protocol):
-    def __call__(self, messages: tuple[Message, ...]) -> tuple[tuple[Message, ...], int]:
-        """Clear old tool results; returns the messages and the tokens freed."""
+    def __call__(self, messages: tuple[Message, ...], tokens: int, target: int,
+                 keep: int) -> tuple[tuple[Message, ...], int]:
+        """Clear old tool results until about `target` tokens remain, never the `keep` most
+        recent; returns the messages and how many results were cleared."""
         ...
 
 
@@ -42,5 +44,6 @@ class LoopDeps:
     model: ModelCaller
     compactor: Compactor | None = None
     microcompactor: Microcompactor | None = None
+    """None: `heddle.context.pipeline.microcompact`."""
     new_id: Callable[[], str] = field(default=_new_id)
     stop_hooks: StopHooks | None = None

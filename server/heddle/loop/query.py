@@ -167,7 +167,8 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
         try:
             messages, size, compactions = await prepare(
                 state.messages, size, config.limits, state.model,
-                p.deps.compactor if config.source != "compact" else None, p.pipeline)
+                p.deps.compactor if config.source != "compact" else None, p.pipeline,
+                p.deps.microcompactor)
         except anyio.get_cancelled_exc_class():
             for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
                 yield ev

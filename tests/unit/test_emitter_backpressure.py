@@ -39,7 +39,7 @@ async def test_held_while_behind_then_sent_merged_on_relief():
     assert em.holding == 0
 
 
-async def test_another_event_sends_the_held_text_first_even_while_behind():
+async def test_while_behind_every_event_waits_in_order_and_goes_out_on_relief():
     pressure = Pressure()
     sent = []
     em = TurnEmitter("s", "t", sent.append, pressure)
@@ -48,15 +48,40 @@ async def test_another_event_sends_the_held_text_first_even_while_behind():
     em(core.TextDelta("before "))
     em(core.TextDelta("the tool"))
     em(core.ToolCallStarted("c1", "Read"))
+    em(core.ToolCallFinished("c1", "Read", "ok", "3 lines"))
     em(core.TextDelta("after"))
-    em(core.ThinkingDelta("hmm"))  # a change of kind sends what came before it, in order
-    em.flush()
+    em(core.ThinkingDelta("hmm"))
+    await asyncio.sleep(FLUSH_DELAY * 3)
+    assert described(sent) == [("turnStarted", None)]
+    assert em.queued == 5
+
+    pressure.set(False)
     assert described(sent) == [("turnStarted", None), ("textDelta", "before the tool"),
-                               ("toolCallStarted", None), ("textDelta", "after"),
-                               ("thinkingDelta", "hmm")]
-    assert [p.seq for p in sent] == [0, 1, 2, 3, 4]
+                               ("toolCallStarted", None), ("toolCallFinished", None),
+                               ("textDelta", "after"), ("thinkingDelta", "hmm")]
+    assert [p.seq for p in sent] == list(range(6))
+    assert em.queued == 0
+
+
+async def test_a_permission_prompt_and_the_end_of_the_turn_send_everything_at_once():
+    pressure = Pressure()
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, pressure)
+    pressure.set(True)
+    em.started("p", "m")
+    em(core.TextDelta("let me edit"))
+    em(core.ToolCallStarted("c1", "Edit"))
+    em(core.PermissionAsked("c1", "Edit app.py"))  # the permission request comes right after
+    assert described(sent) == [("turnStarted", None), ("textDelta", "let me edit"),
+                               ("toolCallStarted", None), ("permissionAsked", None)]
+    em(core.PermissionAnswered("c1", "allowOnce"))
+    em(core.TextDelta("done"))
+    assert len(sent) == 4
+    em.flush()  # the turn/start answer comes right after
+    assert described(sent)[4:] == [("permissionAnswered", None), ("textDelta", "done")]
+    assert [p.seq for p in sent] == list(range(6))
     pressure.set(False)  # nothing left for the relief to send
-    assert len(sent) == 5
+    assert len(sent) == 6
 
 
 async def test_turns_with_held_text_take_turns_when_the_client_catches_up():
@@ -129,6 +154,9 @@ async def test_a_slow_reader_over_a_real_pipe_gets_all_text_in_order_with_bounde
     deltas = [f"{i:019d} " for i in range(40_000)]  # 800 KB of text in tiny deltas
     for i, d in enumerate(deltas):
         em(core.TextDelta(d))
+        if i % 4_000 == 3_999:  # a tool round now and then
+            em(core.ToolCallStarted(f"c{i}", "Read"))
+            em(core.ToolCallFinished(f"c{i}", "Read", "ok", "1 line"))
         if i % 500 == 0:
             await asyncio.sleep(0)
         if i == 20_000:
@@ -164,7 +192,12 @@ async def test_a_slow_reader_over_a_real_pipe_gets_all_text_in_order_with_bounde
         rest = rest[n:]
     assert [m["seq"] for m in messages] == list(range(len(messages)))
     assert messages[-1]["event"]["kind"] == "toolCallStarted"
-    assert "".join(m["event"]["text"] for m in messages[:-1]) == "".join(deltas)
+    texts = [m["event"].get("text") for m in messages]
+    assert "".join(t for t in texts if t) == "".join(deltas)
+    tools = [i for i, m in enumerate(messages) if m["event"]["kind"] == "toolCallStarted"]
+    assert len(tools) == 11
+    for n, i in enumerate(tools[:-1]):  # each tool round sits exactly after its text
+        assert "".join(t for t in texts[:i] if t) == "".join(deltas[:4_000 * (n + 1)])
     assert len(messages) < len(deltas) // 20
 
 

@@ -4,16 +4,21 @@ Consecutive text (or thinking) deltas are merged. While the client keeps up, the
 another kind of event comes, when FLUSH_CHARS have gathered, or FLUSH_DELAY after the first
 of them — so a fast model cannot flood a slow editor, and no text waits more than FLUSH_DELAY.
 
-While the client is behind (the transport's `Pressure`), text waits in memory instead, merged
-into pieces of FLUSH_CHARS, and goes out in notifications of up to BACKLOG_CHARS as soon as
-the client catches up; turns with text waiting take turns. Every other event first sends the
-text before it, whatever the pressure, so a turn's events never change order and `seq` stays
+While the client is behind (the transport's `Pressure`), a turn's events wait here instead of
+in the transport, in order, with its text merged into notifications of up to BACKLOG_CHARS;
+they go out as the client catches up, turns taking turns. So the transport's buffer stays near
+its high-water mark, and what other sessions send (answers, permission requests) waits only
+for that, not for everything a busy turn produced. Two things send a turn's waiting events at
+once, whatever the pressure, because a message outside the turn's events must follow them: a
+permission request (after its `permissionAsked` event) and the turn's end (`flush`, before the
+`turn/start` answer). Nothing is dropped, a turn's events never change order, and `seq` stays
 contiguous.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import Callable
 
 from heddle_protocol import events as wev
@@ -24,9 +29,19 @@ from heddle.rpc.transport import PRESSURE, Pressure
 FLUSH_CHARS = 4096
 FLUSH_DELAY = 0.016
 BACKLOG_CHARS = 64 * 1024
-"""Most text in one notification when held text goes out after the client caught up."""
+"""Most text in one notification when waiting text goes out after the client caught up."""
 
 _DELTAS = (core.TextDelta, core.ThinkingDelta)
+
+
+class _Text:
+    """Merged text waiting in the queue."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: type, text: str):
+        self.kind = kind
+        self.text = text
 
 
 class TurnEmitter:
@@ -39,84 +54,98 @@ class TurnEmitter:
         self._seq = 0
         self._kind: type | None = None
         self._parts: list[str] = []
-        """Deltas since the last merge."""
+        """Deltas not merged yet (at most about FLUSH_CHARS)."""
         self._size = 0
-        self._held: list[str] = []
-        """Merged text (pieces of about FLUSH_CHARS) not sent yet."""
+        self._queue: collections.deque[_Text | wev.Ev] = collections.deque()
+        """Events waiting for the client to catch up, oldest first."""
         self._timer: asyncio.TimerHandle | None = None
         self._waiting = False
-        """Registered to send held text once the client catches up."""
+        """Registered to send the queue once the client catches up."""
 
     def __call__(self, ev: core.CoreEvent) -> None:
         if isinstance(ev, _DELTAS):
             if self._kind is not type(ev):
-                self.flush()
+                self._merge()
                 self._kind = type(ev)
             self._parts.append(ev.text)
             self._size += len(ev.text)
             if self._size >= FLUSH_CHARS:
-                self._send_text(force=False)
+                self._pump(force=False)
             elif self._timer is None and not self._waiting:
                 self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._on_timer)
             return
         wire_event = convert.event(ev)
         if wire_event is not None:
-            self.flush()
-            self._emit(wire_event)
+            self._merge()
+            self._queue.append(wire_event)
+            self._pump(force=isinstance(ev, core.PermissionAsked))
 
     def started(self, prompt: str, model: str) -> None:
-        self._emit(wev.TurnStartedEvent(prompt=prompt, model=model))
+        self._queue.append(wev.TurnStartedEvent(prompt=prompt, model=model))
+        self._pump(force=False)
 
     def flush(self) -> None:
-        """Send all text now, whatever the pressure (before another event, at the end)."""
-        self._send_text(force=True)
+        """Send everything now, whatever the pressure (at the end of the turn)."""
+        self._pump(force=True)
 
     @property
     def holding(self) -> int:
-        """Characters of text waiting to be sent."""
-        return self._size + sum(len(p) for p in self._held)
+        """Characters of text not sent yet."""
+        return self._size + sum(len(i.text) for i in self._queue if isinstance(i, _Text))
+
+    @property
+    def queued(self) -> int:
+        """Events (merged text included) waiting for the client to catch up."""
+        return len(self._queue) + (1 if self._parts else 0)
 
     async def writable(self) -> None:
         """Return once the client is not behind (at once if it is not).
 
         A caller that awaits this between events stops producing while the editor does not
-        read, so the text held for it stops growing.
+        read, so what waits for it stops growing.
         """
         await self._pressure.wait()
 
     def _on_timer(self) -> None:
         self._timer = None
-        self._send_text(force=False)
+        self._pump(force=False)
 
     def _on_relief(self) -> None:
         self._waiting = False
-        self._send_text(force=False)
+        self._pump(force=False)
 
     def _merge(self) -> None:
+        """Turn the pending deltas into one queued piece of text."""
         if self._parts:
-            self._held.append(self._parts[0] if len(self._parts) == 1 else "".join(self._parts))
+            text = self._parts[0] if len(self._parts) == 1 else "".join(self._parts)
+            self._queue.append(_Text(self._kind, text))
             self._parts.clear()
             self._size = 0
 
-    def _send_text(self, force: bool) -> None:
+    def _pump(self, force: bool) -> None:
+        """Send queued events in order until the client is behind (unless `force`)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._merge()
-        held = self._held
-        while held:
+        queue = self._queue
+        while queue:
             if not force and self._pressure.backed_up:
                 if not self._waiting:
                     self._waiting = True
                     self._pressure.when_relieved(self._on_relief)
                 return
-            size, n = len(held[0]), 1
-            while n < len(held) and size + len(held[n]) <= BACKLOG_CHARS:
-                size += len(held[n])
-                n += 1
-            text = held[0] if n == 1 else "".join(held[:n])
-            del held[:n]
-            if self._kind is core.ThinkingDelta:
+            item = queue.popleft()
+            if not isinstance(item, _Text):
+                self._emit(item)
+                continue
+            pieces, size = [item.text], len(item.text)
+            while (queue and isinstance(queue[0], _Text) and queue[0].kind is item.kind
+                   and size + len(queue[0].text) <= BACKLOG_CHARS):
+                size += len(queue[0].text)
+                pieces.append(queue.popleft().text)
+            text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+            if item.kind is core.ThinkingDelta:
                 self._emit(wev.ThinkingDeltaEvent(text=text))
             else:
                 self._emit(wev.TextDeltaEvent(text=text))

@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 MAX_HEADER_LINE = 8192
 MAX_BODY = 64 * 1024 * 1024
-HIGH_WATER = 256 * 1024
+HIGH_WATER = 128 * 1024
 """Buffered bytes above which the client counts as behind (the pipe itself holds 64 KiB)."""
-LOW_WATER = 64 * 1024
+LOW_WATER = 32 * 1024
 """Buffered bytes under which it has caught up again."""
 MAX_WRITE = 256 * 1024
 """Bytes handed to one write() call when buffered messages are written together."""

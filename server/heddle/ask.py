@@ -71,6 +71,21 @@ class Renderer:
                                f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {err['message']}"))
         elif kind == "error":
             self._line(self._c("31", f"error: {ev['error']['message']}"))
+        elif kind == "todo":
+            marks = {"completed": "☒", "inProgress": "◐", "pending": "☐"}
+            self._line(self._c("1", "Plan:"))
+            for item in ev.get("todos", []):
+                self._line(f"  {marks.get(item.get('status'), '☐')} {item.get('content', '')}")
+        elif kind == "agent":
+            inner = ev.get("event", {})
+            if inner.get("kind") == "toolCallInput":
+                self._line(self._c("36", f"    ↳ {inner['title']}"))
+        elif kind == "modelFallback":
+            self._line(self._c("33", f"  {ev['fromModel']} is overloaded; continuing with "
+                               f"{ev['toModel']}"))
+        elif kind == "compaction":
+            self._line(self._c("2", f"  (context {ev['layer']}: {ev['tokensBefore']:,} -> "
+                               f"{ev['tokensAfter']:,} tokens)"))
         self.out.flush()
 
     def diff(self, text: str) -> None:

@@ -29,6 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="reject every permission request, without asking")
     p.add_argument("--max-turns", type=int, help="upper bound on model calls")
     p.add_argument("--daemon", help="command that starts the daemon (default: this heddle)")
+    resume = p.add_mutually_exclusive_group()
+    resume.add_argument("-s", "--session", help="continue this session (an id from --continue's "
+                        "output or the editor)")
+    resume.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                        help="continue the most recent session of the workspace")
 
 
 class Renderer:
@@ -146,7 +151,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         env=env, limit=64 * 1024 * 1024)
     conn = Connection(proc.stdout, proc.stdin)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ)
-    conn.on_notification("turn/event", renderer.event)
+    conn.on_notification("turn/event", lambda params: renderer.event(params))
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         if args.yes:
@@ -163,9 +168,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             "capabilities": {"experimental": {"heddle": {
                 "permissionRequests": bool(interactive or args.yes or args.reject)}}}})
         conn.notify("initialized", {})
-        session = await conn.request("session/new", {
-            "workspace": workspace, **({"model": args.model} if args.model else {}),
-            **({"permissionMode": args.mode} if args.mode else {})})
+        session = await _open_session(conn, args, workspace, renderer)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
         turn = asyncio.ensure_future(conn.request("turn/start", turn_params))
@@ -183,7 +186,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                    + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
                    + f" · {usage.get('modelCalls', 0)} model calls · "
                    f"{usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out tokens]")
-        print(summary, file=sys.stderr)
+        print(summary + f" session {session['sessionId']}", file=sys.stderr)
         if result.get("error"):
             print(f"heddle: {result['error']['message']}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
@@ -192,6 +195,30 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         return 1
     finally:
         await _stop(conn, proc)
+
+
+async def _open_session(conn: Connection, args: argparse.Namespace, workspace: str,
+                        renderer: Renderer) -> dict[str, Any]:
+    """A new session, or an earlier one brought back (its history is not re-printed)."""
+    session_id = getattr(args, "session", None)
+    if getattr(args, "continue_last", False):
+        listed = (await conn.request("session/list", {"workspace": workspace}))["sessions"]
+        if not listed:
+            raise RpcError(-32010, f"no earlier session in {workspace}")
+        session_id = listed[0]["sessionId"]
+    if session_id is None:
+        return await conn.request("session/new", {
+            "workspace": workspace, **({"model": args.model} if args.model else {}),
+            **({"permissionMode": args.mode} if args.mode else {})})
+    printing = renderer.event
+    renderer.event = lambda params: None  # the replayed history is not printed again
+    try:
+        loaded = await conn.request("session/load", {"sessionId": session_id})
+    finally:
+        renderer.event = printing
+    print(f"[continuing session {loaded['sessionId']}: {loaded['title']} "
+          f"({loaded['turns']} turns)]", file=sys.stderr)
+    return loaded
 
 
 async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:

@@ -85,3 +85,21 @@ def test_ask_interactive_reject_with_message(daemon_env, scripted, workspace):
     assert b"? Allow Edit app.py" in seen
     tool_result = scripted.requests_for("edit")[2].body["messages"][-1]["content"][0]
     assert "keep it as it is" in tool_result["content"]
+
+
+def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [
+        {"content": [{"type": "text", "text": "First answer."}]},
+        {"content": [{"type": "text", "text": "Second answer."}]}]})
+    first = heddle(["ask", "-w", str(workspace), "-m", "chat", "remember 42"], daemon_env)
+    assert first.returncode == 0 and "First answer." in first.stdout
+    session_id = first.stderr.rsplit("session ", 1)[1].split()[0]
+    second = heddle(["ask", "-w", str(workspace), "-c", "what number?"], daemon_env)
+    assert second.returncode == 0, second.stderr
+    assert "Second answer." in second.stdout and "First answer." not in second.stdout
+    assert f"continuing session {session_id}: remember 42 (1 turns)" in second.stderr
+    sent = scripted.requests_for("chat")[1].body["messages"]
+    assert sent[0]["content"][0]["text"] == "remember 42"
+    assert sent[-1]["content"][-1]["text"] == "what number?"
+    missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
+    assert missing.returncode == 1 and "no session" in missing.stderr

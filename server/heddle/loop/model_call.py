@@ -7,7 +7,7 @@ the loop keeps to itself.
 from __future__ import annotations
 
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator
 
 import anyio

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ import anyio
 
 from heddle.settings import HookCommand
 from heddle.tools.environment import tool_env
-from heddle.tools.shell import kill_group
+from heddle.tools.shell import reap
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +74,7 @@ async def run_hook(command: str, payload: dict[str, Any], timeout: float, cwd: P
                 tg.start_soon(drain, process.stderr, err)
             await process.wait()
     finally:
-        if process.returncode is None:
-            await kill_group(process)
-        else:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # stray background children
-            except (ProcessLookupError, PermissionError):
-                pass
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
+        await reap(process)
     stdout = out.decode(errors="replace")
     return HookResult(process.returncode, _json_object(stdout), err.decode(errors="replace"),
                       scope.cancelled_caught, stdout)

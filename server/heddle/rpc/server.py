@@ -10,7 +10,6 @@ import uuid
 from typing import Any
 
 import anyio
-from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 import heddle

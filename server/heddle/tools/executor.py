@@ -24,7 +24,7 @@ from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdi
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
                                        Rule, RuleError, SettingsWriteError)
 from heddle.permissions.rules import RuleScope
-from heddle.tools.base import CURRENT_CALL, budget_result, Tool, ToolContext, ToolError, cap
+from heddle.tools.base import CURRENT_CALL, Tool, ToolContext, ToolError, budget_result
 
 log = logging.getLogger(__name__)
 

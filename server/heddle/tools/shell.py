@@ -70,6 +70,20 @@ class HeadTail:
         return f"{head}\n\n[... {self.dropped} bytes omitted ...]\n\n{tail}"
 
 
+async def reap(process: anyio.abc.Process) -> None:
+    """However a command ended: kill its whole group (the command if it still runs, its stray
+    background children if not), then release the process. Shielded, never hangs."""
+    if process.returncode is None:
+        await kill_group(process)
+    else:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE):
+        await process.aclose()
+
+
 class Bash:
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = (
@@ -110,14 +124,7 @@ class Bash:
                 await process.wait()
             timed_out = scope.cancelled_caught
         finally:
-            if process.returncode is None:
-                await kill_group(process)
-            else:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)  # stray background children
-                except (ProcessLookupError, PermissionError):
-                    pass
-            await process.aclose()
+            await reap(process)
         output = cap(output.text(), self.max_result_chars)
         if timed_out:
             return ToolOutput(f"Command timed out after {inp.timeout:g} s and was killed.\n"

@@ -261,7 +261,8 @@ def text_latency(prefix: str, calls: list[Exchange], events) -> tuple[dict[str, 
     client dates every textDelta notification. A character's latency is the arrival of the
     first notification that contains it, minus its own arrival at the daemon. `passthrough`
     takes only the newest character of each notification: the daemon's own path, with no time
-    spent waiting to be merged.
+    spent waiting to be merged. `merge_wait` is what merging added: a character's latency minus
+    that of the newest character sent with it (meaningful when the daemon keeps up).
     """
     arrivals: list[tuple[float, int]] = []
     base = 0
@@ -277,12 +278,17 @@ def text_latency(prefix: str, calls: list[Exchange], events) -> tuple[dict[str, 
     out: dict[str, Any] = {f"{prefix}.model_deltas": len(arrivals),
                            f"{prefix}.text_notifications": len(deltas),
                            f"{prefix}.notification_reduction_x": len(arrivals) / max(1, len(deltas))}
-    latencies, newest = [], {}
+    latencies, newest, owner = [], {}, []
     for t, n in arrivals:
         j = bisect.bisect_left(received, n)
         if j < len(deltas):
             latencies.append((deltas[j].at - t) * 1000)
+            owner.append(j)
             newest[j] = latencies[-1]
+    waits = sorted(lat - newest[j] for lat, j in zip(latencies, owner))
+    if waits:
+        out[f"{prefix}.merge_wait_p50_ms"] = waits[len(waits) // 2]
+        out[f"{prefix}.merge_wait_max_ms"] = waits[-1]
     latencies.sort()
     if latencies:
         out[f"{prefix}.text_latency_p50_ms"] = latencies[len(latencies) // 2]

@@ -210,3 +210,18 @@ async def test_without_pressure_text_goes_out_at_the_size_and_time_limits():
     assert len(sent) == 1
     await asyncio.sleep(FLUSH_DELAY * 4)
     assert sent[-1].event.text == "late"
+
+
+async def test_text_after_a_pause_goes_out_without_waiting_and_a_busy_stream_is_paced():
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, Pressure())
+    em(core.TextDelta("first "))
+    em(core.TextDelta("burst"))  # arrived together: merged, then sent once the burst is done
+    await asyncio.sleep(0)
+    assert described(sent) == [("textDelta", "first burst")]
+    em(core.TextDelta("right after"))  # within FLUSH_DELAY of the last notification: waits
+    await asyncio.sleep(0)
+    assert len(sent) == 1
+    await asyncio.sleep(FLUSH_DELAY * 4)
+    assert described(sent)[1] == ("textDelta", "right after")
+    assert [p.seq for p in sent] == [0, 1]

@@ -1,8 +1,10 @@
 """Per-turn event stream to the client: sequence numbers and coalesced text deltas.
 
 Consecutive text (or thinking) deltas are merged. While the client keeps up, they are sent when
-another kind of event comes, when FLUSH_CHARS have gathered, or FLUSH_DELAY after the first
-of them — so a fast model cannot flood a slow editor, and no text waits more than FLUSH_DELAY.
+another kind of event comes, when FLUSH_CHARS have gathered, or FLUSH_DELAY after the previous
+text notification — at once if that was longer ago, once the deltas that arrived together have
+been merged — so a fast model cannot flood a slow editor, text after a pause is not held back,
+and no text waits more than FLUSH_DELAY.
 
 While the client is behind (the transport's `Pressure`), a turn's events wait here instead of
 in the transport, in order, with its text merged into notifications of up to BACKLOG_CHARS;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from typing import Callable
 
 from heddle_protocol import events as wev
@@ -58,7 +61,9 @@ class TurnEmitter:
         self._size = 0
         self._queue: collections.deque[_Text | wev.Ev] = collections.deque()
         """Events waiting for the client to catch up, oldest first."""
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._sent_at = float("-inf")
+        """Loop time of the last text notification."""
         self._waiting = False
         """Registered to send the queue once the client catches up."""
 
@@ -72,7 +77,12 @@ class TurnEmitter:
             if self._size >= FLUSH_CHARS:
                 self._pump(force=False)
             elif self._timer is None and not self._waiting:
-                self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY, self._on_timer)
+                loop = asyncio.get_running_loop()
+                wait = self._sent_at + FLUSH_DELAY - time.monotonic()
+                if wait <= 0:  # quiet until now: send once this burst is merged
+                    self._timer = loop.call_soon(self._on_timer)
+                else:
+                    self._timer = loop.call_later(wait, self._on_timer)
             return
         wire_event = convert.event(ev)
         if wire_event is not None:
@@ -145,6 +155,7 @@ class TurnEmitter:
                 size += len(queue[0].text)
                 pieces.append(queue.popleft().text)
             text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+            self._sent_at = time.monotonic()
             if item.kind is core.ThinkingDelta:
                 self._emit(wev.ThinkingDeltaEvent(text=text))
             else:

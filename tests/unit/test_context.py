@@ -49,7 +49,9 @@ def test_snip_drops_oldest_whole_rounds_and_keeps_the_task():
     snipped, removed = snip(msgs, max_messages=21)
     assert len(snipped) <= 21 and removed == len(msgs) - len(snipped)
     assert snipped[0].content[0].text == "the task: fix the parser"
-    assert "older messages were removed" in snipped[0].content[1].text
+    assert "Older messages were removed" in snipped[0].content[1].text
+    again, _ = snip(snipped + msgs[-4:-2] + msgs[-2:], max_messages=21)
+    assert sum("Older messages" in b.text for b in again[0].content if hasattr(b, "text")) == 1
     assert snipped[-1] == msgs[-1] and valid(snipped)
     assert snip(msgs, max_messages=1000) == (msgs, 0)
 

@@ -26,7 +26,7 @@ from heddle.loop.messages import (Message, TextBlock, ToolResultBlock, append_us
 log = logging.getLogger(__name__)
 
 CLEARED = "[Old tool result cleared to save context. Run the tool again if you need it.]"
-SNIPPED = "[{n} older messages were removed here to save context.]"
+SNIPPED = "[Older messages were removed here to save context.]"
 COLLAPSED = "[Summary of earlier work in this session]\n{summary}"
 MAX_CONSECUTIVE_FAILURES = 3
 
@@ -57,8 +57,10 @@ def rounds(messages: tuple[Message, ...]) -> list[int]:
 
 def cut(messages: tuple[Message, ...], start: int, end: int, note: str) -> tuple[Message, ...]:
     """Replace messages[start:end] (whole rounds) with a note merged into the user message
-    before them."""
-    head = append_user(messages[:start], (TextBlock(note),))
+    before them (once: a note that is already there is not added again)."""
+    head = messages[:start]
+    if not any(isinstance(b, TextBlock) and b.text == note for b in head[-1].content):
+        head = append_user(head, (TextBlock(note),))
     return head + messages[end:]
 
 
@@ -71,7 +73,7 @@ def snip(messages: tuple[Message, ...], max_messages: int) -> tuple[tuple[Messag
     end = next((s for s in starts if s - 1 >= excess), None)
     if end is None or end <= 1:
         return messages, 0
-    return cut(messages, 1, end, SNIPPED.format(n=end - 1)), end - 1
+    return cut(messages, 1, end, SNIPPED), end - 1
 
 
 def microcompact(messages: tuple[Message, ...], tokens: int, target: int, keep: int

@@ -36,6 +36,7 @@ from heddle.tools.base import Tool, ToolContext
 from heddle.tools.environment import tool_env
 
 DEFAULT_MAX_TURNS = 100
+LIGHT_LAYERS = ("snip", "microcompact")
 QUEUED_NOTE = "[The user sent this while you were working]\n"
 
 IfBusy = Literal["reject", "interrupt", "queue"]
@@ -208,7 +209,9 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
     def record(ev: CoreEvent) -> None:
         if isinstance(ev, MessageFinal):
             transcript.message(turn_id, ev.message)
-        elif isinstance(ev, Compaction):
+        elif isinstance(ev, Compaction) and ev.layer not in LIGHT_LAYERS:
+            # snip and microcompact are redone from the full history whenever it is loaded, so
+            # only summaries (which cannot be redone) replace the history on disk
             transcript.compacted(turn_id, ev.messages)
         emit(ev)
     return record

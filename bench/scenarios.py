@@ -23,6 +23,8 @@ class Sizes:
     flood_deltas: int = 12_000
     slow_rate: int = 250_000
     """Bytes per second the slow client reads once it reads again."""
+    stall_probes: int = 5
+    """Turns of other sessions timed with and without the stalled editor."""
     paced_deltas: int = 1_000
     paced_interval_ms: float = 2.0
     fresh_daemons: bool = True
@@ -35,7 +37,7 @@ class Sizes:
 FULL = Sizes()
 QUICK = Sizes(reps=1, warm_turns=3, parallel_reads=3, sequential_reads=4, stream_chars=20_000,
               stream_deltas=500, idle_sessions=5, flood_chars=90_000, flood_deltas=2_250,
-              slow_rate=2_000_000, paced_deltas=100, fresh_daemons=False)
+              slow_rate=2_000_000, stall_probes=2, paced_deltas=100, fresh_daemons=False)
 
 MODULE = '''"""Module {n}: helpers for the sample project."""
 

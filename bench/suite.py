@@ -364,29 +364,52 @@ async def slow_client(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
 
     try:
         a = await d.new_session(ws, "flood")
-        b = await d.new_session(ws, "quick")
+        probes = [await d.new_session(ws, "quick") for _ in range(2 * sizes.stall_probes)]
+
+        async def probe(session: str) -> tuple[float, asyncio.Future]:
+            """turn/start in another session → its model request (ms); the answer may wait."""
+            n = len(rig.model.requests("quick"))
+            sent, done = d.start_turn(session, "a short question")
+            await until(lambda: len(rig.model.requests("quick")) > n, 30)
+            at = rig.model.requests("quick")[n]["receivedAt"]
+            call = max((e for e in messages_sent(proxy.exchanges) if e.request_at <= at),
+                       key=lambda e: e.request_at)
+            return (call.request_at - sent) * 1000, done
+
+        # The same kind of turn (the first of a session) with nothing stalled, to compare.
+        unstalled = []
+        for session in probes[:sizes.stall_probes]:
+            ms, done = await probe(session)
+            await asyncio.wait_for(done, 30)
+            unstalled.append(ms)
+        out["slow_client.unstalled_request_ms"] = unstalled
         await asyncio.sleep(0.2)
         before = d.memory()["VmRSS"]
         sampler = asyncio.ensure_future(sample())
         proxy.reset()
-        floods, quicks = len(rig.model.requests("flood")), len(rig.model.requests("quick"))
+        floods = len(rig.model.requests("flood"))
         d.pause_reading()
         _, a_done = d.start_turn(a, "write a lot")
         # Every fast call answered and read by the daemon: it has asked for the slow last one.
         await until(lambda: len(rig.model.requests("flood")) >= floods + calls_a, 300)
         await asyncio.sleep(0.1)
         out["slow_client.stalled_growth_mb"] = (peak[0] - before) / MB
-        b_sent, b_done = d.start_turn(b, "a short question")
-        await until(lambda: len(rig.model.requests("quick")) > quicks, 30)
-        quick_at = rig.model.requests("quick")[quicks]["receivedAt"]
-        b_call = max((e for e in messages_sent(proxy.exchanges) if e.request_at <= quick_at),
-                     key=lambda e: e.request_at)
-        out["slow_client.other_session_request_ms"] = (b_call.request_at - b_sent) * 1000
-        await asyncio.sleep(0.2)  # B's turn ends; its answer waits for the editor too
-        resumed = time.monotonic()
+        stalled, b_done = [], []
+        for session in probes[sizes.stall_probes:]:
+            ms, done = await probe(session)
+            stalled.append(ms)
+            b_done.append(done)
+            await asyncio.sleep(0.03)
+        out["slow_client.other_session_request_ms"] = stalled
+        out["slow_client.stall_penalty_ms"] = (statistics.median(stalled)
+                                               - statistics.median(unstalled))
+        await asyncio.sleep(0.2)  # the other turns end; their answers wait for the editor too
+        resumed, read_before = time.monotonic(), d.bytes_read
         d.resume_reading(sizes.slow_rate)
-        b_result, b_at = await asyncio.wait_for(b_done, 300)
+        results = [await asyncio.wait_for(done, 300) for done in b_done]
+        b_at = max(at for _, at in results)
         out["slow_client.other_session_result_after_resume_ms"] = (b_at - resumed) * 1000
+        out["slow_client.bytes_ahead_of_other_kb"] = (d.bytes_read - read_before) / 1024
         a_result, a_at = await asyncio.wait_for(a_done, 300)
         out["slow_client.drain_s"] = a_at - resumed
         sampling = False
@@ -397,8 +420,8 @@ async def slow_client(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
         a_events = d.turn_events(a_result["turnId"])
         text = sum(len(e.params["event"]["text"]) for e in a_events if e.kind == "textDelta")
         checks["slow_client: every character arrived"] = text >= sizes.flood_chars
-        checks["slow_client: seq contiguous"] = (seq_ok(d, a_result["turnId"])
-                                                 and seq_ok(d, b_result["turnId"]))
+        checks["slow_client: seq contiguous"] = all(
+            seq_ok(d, r["turnId"]) for r in [a_result] + [r for r, _ in results])
         out["slow_client.notifications"] = len(a_events)
     finally:
         sampling = False

@@ -226,6 +226,8 @@ async def scenario(rig: Rig, key: str, spec: dict[str, Any], tool_ids: list[list
     gaps = tool_gaps(calls, events, tool_ids)
     if tool_ids and any(tool_ids):
         out[f"{key}.tool_result_to_request_ms"] = gaps
+        out[f"{key}.answer_to_request_ms"] = [(b.request_at - a.end_at) * 1000
+                                              for a, b in zip(calls, calls[1:]) if a.end_at]
     checks = {f"{key}: completed": result["reason"] == "completed",
               f"{key}: seq contiguous": seq_ok(d, result["turnId"]),
               f"{key}: {len(tool_ids) or 1} model calls": len(calls) == max(1, len(tool_ids))}

@@ -146,7 +146,7 @@ async def test_close_writes_what_is_buffered_and_gives_up_on_a_client_that_never
         os.close(fd)
 
 
-async def test_writes_from_another_thread_go_through_the_loop():
+async def test_writes_from_other_threads_are_sent_too():
     loop = asyncio.get_running_loop()
     transport, out_r, in_w = make(loop, Pressure())
     client = Client(out_r)
@@ -162,7 +162,7 @@ async def test_writes_from_another_thread_go_through_the_loop():
     os.close(in_w)
 
 
-async def test_an_output_without_a_descriptor_gets_plain_writes():
+async def test_any_binary_output_works():
     loop = asyncio.get_running_loop()
     out = io.BytesIO()
     in_r, in_w = os.pipe()
@@ -170,6 +170,7 @@ async def test_an_output_without_a_descriptor_gets_plain_writes():
                                pressure=Pressure())
     transport.start()
     transport.write(frame(b"{}"))
-    assert out.getvalue() == frame(b"{}")
-    transport.close()
+    transport.write(frame(b"[]"))
+    transport.close(timeout=10)
+    assert out.getvalue() == frame(b"{}") + frame(b"[]")
     os.close(in_w)

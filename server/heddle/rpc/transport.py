@@ -1,27 +1,25 @@
-"""Stdio framing for the daemon: a reader thread, and non-blocking writes from the event loop.
+"""Stdio framing for the daemon: a reader thread and a writer thread around the event loop.
 
 The reader accepts `Content-Length` headers in any letter case, skips other headers and
 garbage lines, bounds header and body sizes, and hands whole JSON bodies to the loop.
 
-The writer puts each framed message straight into stdout with a non-blocking write on the
-loop thread: no thread hop, no lock handoff, and the message is on its way when `write`
-returns. What the pipe does not take at once waits in a buffer that drains as the client reads,
-so a client that reads slowly never blocks the loop. Above HIGH_WATER buffered bytes the
-transport reports back-pressure through `Pressure`; the turn emitters then hold their text
-deltas (merging them) until the buffer is below LOW_WATER again. Every other message
-(responses, requests, non-delta events) is always buffered at once and in order: nothing is
-dropped and nothing overtakes.
+`write` queues a framed message and returns; the writer thread writes what is queued, batched,
+so a client that reads slowly never blocks the loop, and the loop never waits in a write
+(a write to a pipe the editor waits on often hands the CPU to the editor for a while; that
+pause lands on the writer thread). The transport counts the bytes queued and not yet written:
+above HIGH_WATER it reports back-pressure through `Pressure`, and the turn emitters keep
+their events (text merged) until the count is under LOW_WATER again. Responses, requests and
+anything else written directly are always queued at once and in order: nothing is dropped and
+nothing overtakes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
-import select
+import queue
 import threading
-import time
 from typing import BinaryIO, Callable
 
 import msgspec
@@ -31,11 +29,11 @@ log = logging.getLogger(__name__)
 MAX_HEADER_LINE = 8192
 MAX_BODY = 64 * 1024 * 1024
 HIGH_WATER = 128 * 1024
-"""Buffered bytes above which the client counts as behind (the pipe itself holds 64 KiB)."""
+"""Queued bytes above which the client counts as behind (the pipe itself holds 64 KiB)."""
 LOW_WATER = 32 * 1024
-"""Buffered bytes under which it has caught up again."""
+"""Queued bytes under which it has caught up again."""
 MAX_WRITE = 256 * 1024
-"""Bytes handed to one write() call when buffered messages are written together."""
+"""Bytes the writer thread hands to one write() when queued messages are written together."""
 
 
 class ParseError:
@@ -144,153 +142,106 @@ class StdioTransport:
         self._on_message = on_message
         self._on_close = on_close
         self.pressure = PRESSURE if pressure is None else pressure
-        self._fd: int | None = None
-        self._was_blocking = True
-        self._buf: collections.deque[bytes | memoryview] = collections.deque()
+        self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
         self.buffered = 0
-        """Bytes written by the daemon that the client has not taken yet (beyond the pipe)."""
+        """Bytes queued by the daemon that the client has not taken yet (beyond the pipe)."""
         self.peak_buffered = 0
-        self._watching = False
+        self._behind = False
+        self._relief_pending = False
         self._closed = False
         self._loop_thread: int | None = None
         self._reader = threading.Thread(target=self._read_loop, name="heddle-stdin", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, name="heddle-stdout", daemon=True)
 
     def start(self) -> None:
+        """Start reading and writing (called on the event loop's thread)."""
         self._loop_thread = threading.get_ident()
-        try:
-            fd = self._stdout.fileno()
-            self._stdout.flush()
-            self._was_blocking = os.get_blocking(fd)
-            os.set_blocking(fd, False)
-            self._fd = fd
-        except (AttributeError, OSError, ValueError) as exc:  # no real descriptor: plain writes
-            log.info("stdout has no descriptor for non-blocking writes (%s)", exc)
         self._reader.start()
+        self._writer.start()
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
-        """Send one framed message: now, or after what is already buffered."""
+        """Queue one framed message; the writer thread sends it (any thread may call this)."""
         if self._closed:
             return
-        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
-            self._call_soon(self.write, data)
-            return
-        if self._fd is None:
-            self._write_plain(data)
-            return
-        if not self._buf:
+        with self._lock:
+            self.buffered += len(data)
+            if self.buffered > self.peak_buffered:
+                self.peak_buffered = self.buffered
+            behind = self.buffered > HIGH_WATER and not self._behind
+            if behind:
+                self._behind = True
+        self._out.put(data)
+        if behind:
+            if threading.get_ident() == self._loop_thread:
+                self.pressure.set(True)  # at once: the emitter writing now must see it
+            else:
+                self._call_soon(self.pressure.set, True)
+
+    def _write_loop(self) -> None:
+        while True:
+            data = self._out.get()
+            if data is None:
+                return
+            parts, size, last = [data], len(data), False
+            while size < MAX_WRITE and not self._out.empty():  # batch what is ready
+                more = self._out.get_nowait()
+                if more is None:
+                    last = True
+                    break
+                parts.append(more)
+                size += len(more)
             try:
-                sent = os.write(self._fd, data)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
+                self._stdout.write(parts[0] if len(parts) == 1 else b"".join(parts))
+                self._stdout.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:
                 self._broken(exc)
                 return
-            if sent == len(data):
+            with self._lock:
+                self.buffered -= size
+                relieve = (self._behind and self.buffered <= LOW_WATER
+                           and not self._relief_pending)
+                if relieve:
+                    self._relief_pending = True
+            if relieve:
+                self._call_soon(self._relieve, None)
+            if last:
                 return
-            data = memoryview(data)[sent:]
-            self._watch()
-        self._buf.append(data)
-        self.buffered += len(data)
-        if self.buffered > self.peak_buffered:
-            self.peak_buffered = self.buffered
-        if self.buffered > HIGH_WATER:
-            self.pressure.set(True)
 
-    def _write_plain(self, data: bytes) -> None:
-        try:
-            self._stdout.write(data)
-            self._stdout.flush()
-        except (OSError, ValueError) as exc:
-            self._broken(exc)
-
-    def _watch(self) -> None:
-        if not self._watching:
-            self._loop.add_writer(self._fd, self._on_writable)
-            self._watching = True
-
-    def _unwatch(self) -> None:
-        if self._watching:
-            self._loop.remove_writer(self._fd)
-            self._watching = False
-
-    def _next_chunk(self) -> bytes | memoryview:
-        """The buffer's head, joined with the messages after it up to MAX_WRITE bytes."""
-        first = self._buf.popleft()
-        if not self._buf or len(first) >= MAX_WRITE:
-            return first
-        parts, size = [first], len(first)
-        while self._buf and size + len(self._buf[0]) <= MAX_WRITE:
-            part = self._buf.popleft()
-            parts.append(part)
-            size += len(part)
-        return b"".join(parts)
-
-    def _flush_some(self) -> bool:
-        """Write what the pipe takes now; False if the client is gone."""
-        while self._buf:
-            chunk = self._next_chunk()
-            try:
-                sent = os.write(self._fd, chunk)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                self._buf.appendleft(chunk)
-                self._broken(exc)
-                return False
-            self.buffered -= sent
-            if sent < len(chunk):
-                self._buf.appendleft(memoryview(chunk)[sent:])
-                return True
-        return True
-
-    def _on_writable(self) -> None:
-        if not self._flush_some():
-            return
-        if not self._buf:
-            self._unwatch()
-        if self.buffered <= LOW_WATER:
+    def _relieve(self, _: object) -> None:
+        """On the loop: the client caught up (unless it fell behind again meanwhile)."""
+        with self._lock:
+            self._relief_pending = False
+            caught_up = self._behind and self.buffered <= LOW_WATER
+            if caught_up:
+                self._behind = False
+        if caught_up:
             self.pressure.set(False)
 
     def _broken(self, exc: BaseException) -> None:
-        if self._closed:
-            return
         log.warning("client's stdout is gone: %s", exc)
         self._closed = True
-        if self._fd is not None:
-            self._unwatch()
-        self._buf.clear()
-        self.buffered = 0
-        self.pressure.set(False)
-        self._loop.call_soon(self._on_close, "stdout closed")
+        with self._lock:
+            self.buffered = 0
+            self._behind = False
+        self._call_soon(self.pressure.set, False)
+        self._call_soon(self._on_close, "stdout closed")
 
     def close(self, timeout: float = 2.0) -> None:
-        """Write what is buffered (for at most `timeout` seconds), then stop writing."""
+        """Write what is queued (for at most `timeout` seconds), then stop writing."""
         if self._closed:
             return
         self._closed = True
-        if self._fd is None:
-            return
-        self._unwatch()
-        deadline = time.monotonic() + timeout
-        try:
-            while self._buf:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    log.warning("stopped with %d bytes the client did not read", self.buffered)
-                    break
-                select.select([], [self._fd], [], remaining)
-                if not self._flush_some():
-                    break
-        except (OSError, ValueError) as exc:
-            log.warning("flushing stdout failed: %s", exc)
-        self._buf.clear()
-        self.buffered = 0
+        self._out.put(None)
+        if self._writer.is_alive():
+            self._writer.join(timeout)
+        if self._writer.is_alive():
+            log.warning("stopped with %d bytes the client did not read", self.buffered)
+        with self._lock:
+            self.buffered = 0
+            self._behind = False
         self.pressure.set(False)
-        try:
-            os.set_blocking(self._fd, self._was_blocking)
-        except OSError:
-            pass
 
     # -- reading ------------------------------------------------------------------------------
     def _deliver(self, item: object) -> None:

@@ -225,3 +225,13 @@ async def test_text_after_a_pause_goes_out_without_waiting_and_a_busy_stream_is_
     await asyncio.sleep(FLUSH_DELAY * 4)
     assert described(sent)[1] == ("textDelta", "right after")
     assert [p.seq for p in sent] == [0, 1]
+
+
+async def test_behind_reports_the_pressure():
+    pressure = Pressure()
+    em = TurnEmitter("s", "t", lambda p: None, pressure)
+    assert not em.behind
+    pressure.set(True)
+    assert em.behind
+    pressure.set(False)
+    assert not em.behind

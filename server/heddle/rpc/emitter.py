@@ -108,6 +108,11 @@ class TurnEmitter:
         """Events (merged text included) waiting for the client to catch up."""
         return len(self._queue) + (1 if self._parts else 0)
 
+    @property
+    def behind(self) -> bool:
+        """The editor is not keeping up: events are waiting here, or would."""
+        return self._pressure.backed_up
+
     async def writable(self) -> None:
         """Return once the client is not behind (at once if it is not).
 

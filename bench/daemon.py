@@ -129,13 +129,14 @@ class Daemon:
     def notify(self, method: str, params: Any = None) -> None:
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def initialize(self) -> float:
-        """initialize + initialized; returns when the initialize result arrived."""
+    async def initialize(self, initialized: bool = True) -> float:
+        """initialize (+ initialized, unless told not to); returns when the result arrived."""
         _, future = self.send_request("initialize", {
             "processId": os.getpid(), "rootUri": None,
             "capabilities": {"experimental": {"heddle": {"permissionRequests": True}}}})
         _, at = await asyncio.wait_for(future, 60)
-        self.notify("initialized", {})
+        if initialized:
+            self.notify("initialized", {})
         return at
 
     async def new_session(self, workspace: Path, model: str,

@@ -39,8 +39,7 @@ def _serve(conn) -> None:
                 srv.add_scenario(*args)
                 conn.send(None)
             elif command == "requests":
-                conn.send([{"step": r.step_index, "status": r.status, "at": r.at,
-                            "receivedAt": getattr(r, "received_at", None) or r.at}
+                conn.send([{"step": r.step_index, "status": r.status, "at": r.at}
                            for r in srv.requests_for(args[0])])
             elif command == "stop":
                 conn.send(None)
@@ -166,26 +165,23 @@ class StampingProxy:
     def reset(self) -> None:
         self.exchanges = []
 
-    def since(self, t: float) -> list[Exchange]:
-        return [e for e in self.exchanges if e.request_at >= t]
-
     def backlog(self) -> int:
         """Bytes the proxy holds for daemons that have not read them yet."""
         return sum(w.transport.get_write_buffer_size() for w in self._downstream.values()
                    if not w.transport.is_closing())
 
     async def _accept(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
+        try:
+            up_r, up_w = await asyncio.open_connection(*self._up)
+        except OSError:
+            down_w.close()
+            return
         task = asyncio.current_task()
         self._tasks.add(task)
         self._connections += 1
         cid = self._connections
         self._downstream[cid] = down_w
         current: list[Exchange | None] = [None]
-        try:
-            up_r, up_w = await asyncio.open_connection(*self._up)
-        except OSError:
-            down_w.close()
-            return
         # Never let the relay push back on the server: the daemon side buffers without bound.
         down_w.transport.set_write_buffer_limits(high=1 << 30)
 

@@ -156,9 +156,10 @@ async def lifecycle(rig: Rig) -> dict[str, Any]:
     d = await rig.daemon()
     out: dict[str, Any] = {}
     try:
-        init_at = await d.initialize()
+        init_at = await d.initialize(initialized=False)
         out["cold_start.initialize_s"] = init_at - d.spawned_at
         out["cold_start.initialize_cpu_s"] = d.cpu()
+        d.notify("initialized", {})
         session = await d.new_session(ws, "hello")
         _, first = d.start_turn(session, "hello")
         await asyncio.wait_for(first, 60)
@@ -373,7 +374,7 @@ async def slow_client(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
             n = len(rig.model.requests("quick"))
             sent, done = d.start_turn(session, "a short question")
             await until(lambda: len(rig.model.requests("quick")) > n, 30)
-            at = rig.model.requests("quick")[n]["receivedAt"]
+            at = rig.model.requests("quick")[n]["at"]
             call = max((e for e in messages_sent(proxy.exchanges) if e.request_at <= at),
                        key=lambda e: e.request_at)
             return (call.request_at - sent) * 1000, done

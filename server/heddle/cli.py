@@ -51,14 +51,23 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+SERVE_ARGS = (["serve"], ["--stdio"], ["serve", "--stdio"], ["--stdio", "serve"])
+"""How editors start the daemon: recognised without building the whole parser (that imports
+the terminal client and the demo), because an editor waits for the daemon to start."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) in SERVE_ARGS:
+        setup_logging()
+        from heddle.rpc.boot import serve_stdio
+        return serve_stdio()
     args = parser().parse_args(argv)
     if args.command in (None, "serve"):
         if args.command is None and not args.stdio:
             parser().print_help(sys.stderr)
             return 2
         setup_logging()
-        from heddle.rpc.server import serve_stdio
+        from heddle.rpc.boot import serve_stdio
         return serve_stdio()
     if args.command == "ask":
         from heddle import ask

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,34 @@ async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, worksp
     stderr = (await raw.proc.stderr.read()).decode()
     log = open(daemon_env["HEDDLE_LOG_FILE"]).read()
     assert "Traceback" not in stderr + log and "stdin closed" in log
+
+
+async def test_everything_sent_at_start_is_answered_in_order(raw, daemon_env, workspace):
+    """An editor that writes initialize and its first requests at once, while the daemon is
+    still loading: initialize is answered, then every request, in order; nothing is lost."""
+    caps = {"general": {"positionEncodings": ["utf-8", "utf-16"]},
+            "textDocument": {"synchronization": {"willSave": True}},
+            "experimental": {"heddle": {"permissionRequests": True}}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": caps}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"workspace": str(workspace)}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
+        {"jsonrpc": "2.0", "id": 4, "method": "shutdown"},
+    ]
+    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                            for body in (json.dumps(m).encode() for m in messages)))
+    replies = [await raw.read() for _ in range(4)]
+    assert [r["id"] for r in replies] == [1, 2, 3, 4]
+    capabilities = replies[0]["result"]["capabilities"]
+    assert capabilities["positionEncoding"] == "utf-8"
+    assert capabilities["textDocumentSync"]["willSave"] is False
+    assert capabilities["experimental"]["heddle"]["tools"][0] == "Read"
+    session_id = replies[1]["result"]["sessionId"]
+    assert [s["sessionId"] for s in replies[2]["result"]["sessions"]] == [session_id]
+    assert "result" in replies[3]
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "the server computes" not in log and "Traceback" not in log

@@ -64,10 +64,6 @@ def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]
 
 
 def register(server: HeddleServer) -> None:
-    @server.feature(lsp.INITIALIZED)
-    def initialized(params: lsp.InitializedParams) -> None:
-        server.warm_up()
-
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(params: Any) -> None:
         await server.cancel_all_turns()

@@ -24,6 +24,7 @@ from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage,
 from pygls.protocol.language_server import lsp_method
 
 from heddle_protocol import ErrorCode
+from heddle.rpc.boot import EarlyInitialize
 from heddle.rpc.transport import ParseError, frame
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,12 @@ class HeddleProtocol(LanguageServerProtocol):
         super().__init__(server, converter)
         self.initialize_seen = False
         self.client_heddle_capabilities: dict[str, Any] = {}
+        self._early: EarlyInitialize | None = None
+
+    def answered_early(self, early: EarlyInitialize) -> None:
+        """`initialize` request `early.id` was answered while the server loaded (see boot.py):
+        run it when it comes, but do not answer it again."""
+        self._early = early
 
     # -- incoming -----------------------------------------------------------------------------
     def handle_raw(self, message: object) -> None:
@@ -93,7 +100,16 @@ class HeddleProtocol(LanguageServerProtocol):
         if method == lsp.INITIALIZE:
             self.initialize_seen = True
         try:
-            structured = LanguageServerProtocol.structure_message(self, message)
+            try:
+                structured = LanguageServerProtocol.structure_message(self, message)
+            except JsonRpcException as exc:
+                if not self._is_early(msg_id):
+                    raise
+                # answered already: run it on what the early check validated
+                log.warning("initialize params the server rejects (%s); using what it needs",
+                            exc.__cause__ or exc)
+                structured = LanguageServerProtocol.structure_message(
+                    self, {**message, "params": self._early.params.essentials()})
         except JsonRpcException as exc:
             if is_request:
                 detail = f": {exc.__cause__}" if exc.__cause__ else ""
@@ -137,8 +153,14 @@ class HeddleProtocol(LanguageServerProtocol):
         if self.writer is not None:
             self.writer.write(frame(_encoder.encode(payload)))
 
+    def _is_early(self, msg_id: Any) -> bool:
+        return self._early is not None and msg_id == self._early.id
+
     def _send_data(self, data: Any) -> None:
         if not data:
+            return
+        if self._is_early(getattr(data, "id", None)) and not hasattr(data, "method"):
+            self._drop_early_answer(data)
             return
         try:
             payload = self._converter.unstructure(data)
@@ -147,6 +169,13 @@ class HeddleProtocol(LanguageServerProtocol):
             self.send_raw(payload)
         except Exception:
             log.exception("cannot send a message")
+
+    def _drop_early_answer(self, data: Any) -> None:
+        early, self._early = self._early, None
+        payload = self._converter.unstructure(data)
+        if payload.get("result") != early.result:
+            log.warning("initialize was answered with %s but the server computes %s",
+                        early.result, payload.get("result", payload.get("error")))
 
     def notify_struct(self, method: str, params: msgspec.Struct) -> None:
         """Fast path for notifications whose params are msgspec Structs."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import uuid
 from typing import Any
 
@@ -13,9 +12,6 @@ import anyio
 from pygls.lsp.server import LanguageServer
 
 import heddle
-from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
-from heddle_protocol import types as wire
-from heddle_protocol.events import event_kind
 from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings, import_sdk
 from heddle.model.types import ModelCaller
@@ -23,7 +19,8 @@ from heddle.sessions.session import SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps
 from heddle.rpc.protocol import HeddleProtocol, heddle_converter
-from heddle.rpc.transport import FdReader, StdioTransport
+from heddle.rpc.boot import Boot, heddle_capabilities
+from heddle.rpc.transport import StdioTransport
 from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
@@ -71,12 +68,7 @@ class HeddleServer(LanguageServer):
                               compact_model=self.compact_model)
 
     def heddle_capabilities(self) -> dict[str, Any]:
-        import msgspec
-
-        return msgspec.to_builtins(wire.ServerHeddleCapabilities(
-            protocol_version=PROTOCOL_VERSION, server_version=heddle.__version__,
-            methods=[m.name for m in METHODS], event_kinds=[event_kind(c) for c in EVENT_TYPES],
-            tools=list(self.tools)))
+        return heddle_capabilities(list(self.tools))
 
     @property
     def client_answers_permissions(self) -> bool:
@@ -104,7 +96,8 @@ class HeddleServer(LanguageServer):
         task.add_done_callback(self._background.discard)
 
     def warm_up(self) -> None:
-        """Import the model SDK in a thread once the client is connected."""
+        """Load the model SDK and build its client in worker threads while the editor starts
+        up, so the first turn does not wait for them (about 2 s of CPU here)."""
         async def warm():
             try:
                 await import_sdk()
@@ -124,11 +117,13 @@ class HeddleServer(LanguageServer):
         log.info("%s; stopping", why)
         self.request_stop(self.exit_code if self.protocol._shutdown else 1)
 
-    async def serve(self, stdin, stdout) -> int:
-        loop = asyncio.get_running_loop()
-        transport = StdioTransport(stdin, stdout, loop, self.protocol.handle_raw, self._on_close)
+    async def serve(self, transport: StdioTransport, boot: Boot) -> int:
+        """Serve on a started transport, taking over from `boot` what arrived while loading."""
         self.protocol.set_writer(transport)
-        transport.start()
+        if boot.early is not None:
+            self.protocol.answered_early(boot.early)
+        boot.hand_over(self.protocol.handle_raw, self._on_close)
+        self.warm_up()
         await self._stop.wait()
         await self.cancel_all_turns()
         transport.close()
@@ -140,19 +135,3 @@ class HeddleServer(LanguageServer):
 def _limits(model: str, window_override: int) -> Limits:
     limits = limits_for(model)
     return Limits(window_override, limits.max_output) if window_override else limits
-
-
-def serve_stdio() -> int:
-    """Run the daemon on this process's stdin/stdout until `exit` or end of input."""
-    stdin, stdout = FdReader(sys.stdin.fileno()), sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
-    server = HeddleServer()
-    try:
-        code = asyncio.run(server.serve(stdin, stdout))
-    except KeyboardInterrupt:
-        code = 130
-    # Exit now: a worker thread may still be importing the model SDK, and the stdin reader
-    # thread is blocked in read(); neither has anything left to do.
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(code)

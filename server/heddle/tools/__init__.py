@@ -1,0 +1,5 @@
+"""The tools the model can call."""
+
+BUILTIN_TOOL_NAMES = ("Read", "Glob", "Grep", "LS", "Edit", "MultiEdit", "Write", "Bash",
+                      "TodoWrite", "Task")
+"""The built-in tools in the order they are offered (`registry.builtin_tools` builds them)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from heddle.tools import BUILTIN_TOOL_NAMES
 from heddle.tools.agent import Task
 from heddle.tools.base import Tool
 from heddle.tools.edits import MultiEdit, Write
@@ -15,4 +16,6 @@ from heddle.tools.todo import TodoWrite
 def builtin_tools() -> dict[str, Tool]:
     tools = (Read(), Glob(), Grep(), LS(), Edit(), MultiEdit(), Write(), Bash(), TodoWrite(),
              Task())
-    return {t.name: t for t in tools}
+    by_name = {t.name: t for t in tools}
+    assert tuple(by_name) == BUILTIN_TOOL_NAMES, "update heddle.tools.BUILTIN_TOOL_NAMES"
+    return by_name

@@ -1,4 +1,9 @@
-"""The production model caller: the anthropic SDK streaming raw events, with our retry policy.
+"""The production model caller: the Messages API through the anthropic SDK's client, with our
+retry policy.
+
+The SDK sends the request (auth, base URL, version headers, timeouts) and raises its
+`APIStatusError` classes for error statuses; the body is encoded with msgspec, and the streamed
+answer is read as bytes (`reader`) and decoded here (`sse`), not into the SDK's event objects.
 
 SDK retries are off; `RetryPolicy` decides, and each retry is reported as a `Retry` event.
 A call is retried only while nothing of its response has been passed on.
@@ -15,13 +20,13 @@ from typing import Any, AsyncIterator
 import anyio
 import msgspec
 
-from heddle.loop.events import ErrorInfo, Retry, Usage
-from heddle.loop.messages import (Block, RedactedThinkingBlock, TextBlock, ThinkingBlock,
-                                  ToolUseBlock, to_api)
-from heddle.model.errors import StreamIncomplete, classify
+from heddle.loop.events import ErrorInfo, Retry
+from heddle.loop.messages import Block
+from heddle.model.errors import classify
 from heddle.model.retry import RetryPolicy, parse_retry_after
-from heddle.model.types import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
-                                StreamEvent, TextChunk, ThinkingChunk)
+from heddle.model.reader import BodyReader
+from heddle.model.sse import Assembler, SSEDecoder
+from heddle.model.types import ModelError, ModelRequest, StreamEvent
 
 log = logging.getLogger(__name__)
 
@@ -48,32 +53,6 @@ class ModelSettings(msgspec.Struct, frozen=True):
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
             read_timeout=float(env.get("HEDDLE_READ_TIMEOUT", 120)),
         )
-
-
-class _Builder:
-    """Accumulates one content block from its deltas."""
-
-    def __init__(self, kind: str, start: Any):
-        self.kind = kind
-        self.start = start
-        self.parts: list[str] = []
-        self.signature = ""
-
-    def finish(self) -> tuple[Block, str | None]:
-        text = "".join(self.parts)
-        if self.kind == "tool_use":
-            try:
-                value = msgspec.json.decode(text) if text.strip() else {}
-            except msgspec.DecodeError as exc:
-                return ToolUseBlock(self.start.id, self.start.name, {}), f"invalid JSON: {exc}"
-            if not isinstance(value, dict):
-                return ToolUseBlock(self.start.id, self.start.name, {}), "input is not an object"
-            return ToolUseBlock(self.start.id, self.start.name, value), None
-        if self.kind == "thinking":
-            return ThinkingBlock(text, self.signature), None
-        if self.kind == "redacted_thinking":
-            return RedactedThinkingBlock(self.start.data), None
-        return TextBlock(text), None
 
 
 class AnthropicModel:
@@ -131,64 +110,48 @@ class AnthropicModel:
 
     async def _one_attempt(self, client, request: ModelRequest, calls: int,
                            done: list[Block]) -> AsyncIterator[StreamEvent]:
-        kwargs: dict[str, Any] = dict(
-            model=request.model, max_tokens=request.max_tokens,
-            messages=to_api(request.messages), stream=True)
-        if request.system:
-            kwargs["system"] = request.system
-        if request.tools:
-            kwargs["tools"] = list(request.tools)
-        if request.thinking_budget:
-            kwargs["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
-        stream = await client.messages.create(**kwargs)
-        builders: dict[int, _Builder] = {}
-        usage_in: Any = None
-        output_tokens = 0
-        stop_reason = None
-        saw_stop = False
+        import anthropic
+        import httpx2
+
+        # The SDK's documented way to send a request it does not build: with
+        # `cast_to=httpx2.Response` it hands back the response unread, after the same headers,
+        # auth and timeouts as `messages.create`; an error status still raises its APIStatusError.
+        response = await client.post("/v1/messages", cast_to=httpx2.Response,
+                                     content=request_body(request), stream=True)
+        decoder = SSEDecoder()
+        assembler = Assembler(done)
         try:
-            async for ev in stream:
-                kind = ev.type
-                if kind == "message_start":
-                    usage_in = ev.message.usage
-                elif kind == "content_block_start":
-                    block = ev.content_block
-                    builders[ev.index] = _Builder(block.type, block)
-                    if block.type == "tool_use":
-                        yield BlockStarted(ev.index, block.type, block.id, block.name)
-                    else:
-                        yield BlockStarted(ev.index, block.type)
-                elif kind == "content_block_delta":
-                    delta = ev.delta
-                    b = builders[ev.index]
-                    if delta.type == "text_delta":
-                        b.parts.append(delta.text)
-                        yield TextChunk(ev.index, delta.text)
-                    elif delta.type == "input_json_delta":
-                        b.parts.append(delta.partial_json)
-                    elif delta.type == "thinking_delta":
-                        b.parts.append(delta.thinking)
-                        yield ThinkingChunk(ev.index, delta.thinking)
-                    elif delta.type == "signature_delta":
-                        b.signature += delta.signature
-                elif kind == "content_block_stop":
-                    block, error = builders.pop(ev.index).finish()
-                    done.append(block)
-                    yield BlockDone(ev.index, block, error)
-                elif kind == "message_delta":
-                    stop_reason = ev.delta.stop_reason
-                    if ev.usage is not None:
-                        output_tokens = ev.usage.output_tokens or 0
-                elif kind == "message_stop":
-                    saw_stop = True
+            async with BodyReader(_body_chunks(response)) as reader:
+                while (data := await reader.take()) is not None:
+                    for event in assembler.feed(decoder.feed(data)):
+                        yield event
+                    if assembler.error is not None:
+                        # What the SDK raises for an `error` event: the base class, status 200.
+                        raise anthropic.APIStatusError(assembler.error.message,
+                                                       response=response,
+                                                       body=assembler.error.body)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await stream.close()
-        if not saw_stop:
-            raise StreamIncomplete("no message_stop")
-        yield StreamEnd(stop_reason, Usage(
-            input_tokens=getattr(usage_in, "input_tokens", 0) or 0,
-            output_tokens=output_tokens,
-            cache_read_input_tokens=getattr(usage_in, "cache_read_input_tokens", 0) or 0,
-            cache_creation_input_tokens=getattr(usage_in, "cache_creation_input_tokens", 0) or 0,
-            model_calls=calls))
+                await response.aclose()
+        yield assembler.end(calls)
+
+
+def _body_chunks(response) -> AsyncIterator[bytes]:
+    """The body's bytes; without a content encoding, skipping the decoders' layer per chunk."""
+    if response.headers.get("content-encoding", "identity").lower() == "identity":
+        return response.aiter_raw()
+    return response.aiter_bytes()
+
+
+def request_body(request: ModelRequest) -> bytes:
+    """The Messages API request body: msgspec encodes the message Structs directly, where the
+    SDK would deep-copy the whole history and encode it with `json` (milliseconds per call)."""
+    body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
+                            "messages": request.messages, "stream": True}
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = request.tools
+    if request.thinking_budget:
+        body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+    return msgspec.json.encode(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 
@@ -148,3 +149,21 @@ def test_backoff_is_exponential_with_jitter_and_capped():
         assert 0.75 * full <= d <= full
     assert policy.delay(11, None, rand) is None
     assert policy.delay(1, 120.0, rand) is None  # a retry-after past the cap fails instead
+
+
+async def test_warm_up_without_key_or_endpoint_leaves_the_error_to_the_first_call():
+    m = AnthropicModel(ModelSettings(api_key=None, base_url=None), FAST)
+    await m.warm_up()
+    with pytest.raises(ModelError, match="ANTHROPIC_API_KEY is not set"):
+        await collect(m, "s")
+
+
+async def test_warm_up_and_first_calls_build_one_client(scripted):
+    m = model(scripted)
+    results = await asyncio.gather(m.warm_up(), m.client(), m.client(), m.warm_up(), m.client())
+    clients = [c for c in results if c is not None]
+    assert len(clients) == 3 and all(c is clients[0] for c in clients)
+    assert await m.client() is clients[0]
+    scripted.add_scenario("s", {"steps": [HELLO]})
+    events = await collect(m, "s")
+    assert isinstance(events[-1], StreamEnd)

@@ -56,7 +56,7 @@ class ModelSettings(msgspec.Struct, frozen=True):
 
 
 class AnthropicModel:
-    """ModelCaller over `anthropic.AsyncAnthropic`."""
+    """ModelCaller over `anthropic.AsyncAnthropic`; `warm_up` prepares it off the event loop."""
 
     def __init__(self, settings: ModelSettings, policy: RetryPolicy = RetryPolicy(),
                  rand: random.Random | None = None):
@@ -64,20 +64,42 @@ class AnthropicModel:
         self.policy = policy
         self.rand = rand or random.Random()
         self._client = None
+        self._client_lock = anyio.Lock()
+
+    def _no_endpoint(self) -> bool:
+        return self.settings.api_key is None and self.settings.base_url is None
+
+    async def warm_up(self) -> None:
+        """Import the SDK and build the client in worker threads, before the first turn needs them.
+
+        Never raises: without an API key, or if building fails, the first turn reports it.
+        """
+        try:
+            await import_sdk()
+            if not self._no_endpoint():
+                await self.client()
+        except Exception as exc:  # the first turn meets the same error and reports it
+            log.warning("model client warm-up failed: %s", exc)
 
     async def client(self):
         if self._client is None:
             anthropic = await import_sdk()
-            s = self.settings
-            if s.api_key is None and s.base_url is None:
+            if self._no_endpoint():
                 raise ModelError(ErrorInfo(
                     "authentication",
                     "ANTHROPIC_API_KEY is not set (or set ANTHROPIC_BASE_URL to an "
                     "Anthropic-compatible endpoint)"))
-            self._client = anthropic.AsyncAnthropic(
-                api_key=s.api_key or "none", base_url=s.base_url, max_retries=0,
-                timeout=anthropic.Timeout(s.read_timeout, connect=s.connect_timeout))
+            async with self._client_lock:
+                if self._client is None:
+                    # 90-100 ms, most of it the TLS context: not on the event loop.
+                    self._client = await anyio.to_thread.run_sync(self._build, anthropic)
         return self._client
+
+    def _build(self, anthropic):
+        s = self.settings
+        return anthropic.AsyncAnthropic(
+            api_key=s.api_key or "none", base_url=s.base_url, max_retries=0,
+            timeout=anthropic.Timeout(s.read_timeout, connect=s.connect_timeout))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         client = await self.client()

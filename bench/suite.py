@@ -337,10 +337,10 @@ async def paced(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
 # -- a client that stops reading, then reads slowly -------------------------------------------
 
 async def slow_client(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
-    """The editor stops reading. Session A's turn writes `flood_chars` of text in tiny deltas
-    over many model calls (a tool call after each) at the model server's full speed, then a last
-    answer that streams slowly, so A is still running when session B asks a short question. Then
-    the editor reads again, at `slow_rate` bytes per second."""
+    """The editor stops reading. Session A's turn would write `flood_chars` of text in tiny
+    deltas over many model calls (a tool call after each) at the model server's full speed, then
+    a last answer that streams slowly; it pauses once the editor is behind, and other sessions
+    start turns meanwhile. Then the editor reads again, at `slow_rate` bytes per second."""
     sizes, proxy = rig.sizes, rig.proxy
     ws = rig.workspace()
     spec = sc.flood(sizes.flood_chars, sizes.flood_deltas, tail_s=1.5)
@@ -393,9 +393,17 @@ async def slow_client(rig: Rig) -> tuple[dict[str, Any], dict[str, bool]]:
         floods = len(rig.model.requests("flood"))
         d.pause_reading()
         _, a_done = d.start_turn(a, "write a lot")
-        # Every fast call answered and read by the daemon: it has asked for the slow last one.
-        await until(lambda: len(rig.model.requests("flood")) >= floods + calls_a, 300)
-        await asyncio.sleep(0.1)
+        # The daemon goes on until what it owes the editor reaches the transport's high-water
+        # mark, then A's turn waits: no new model call for a second (or all of them made).
+        seen, quiet_since = -1, time.monotonic()
+        while time.monotonic() - quiet_since < 1.0:
+            made = len(rig.model.requests("flood")) - floods
+            if made != seen:
+                seen, quiet_since = made, time.monotonic()
+            if made >= calls_a:
+                break
+            await asyncio.sleep(0.01)
+        out["slow_client.model_calls_while_stalled"] = seen
         out["slow_client.stalled_growth_mb"] = (peak[0] - before) / MB
         stalled, b_done = [], []
         for session in probes[sizes.stall_probes:]:

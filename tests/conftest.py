@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 from heddle.scripted import ScriptedServer

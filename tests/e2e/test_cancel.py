@@ -10,18 +10,10 @@ from lsprotocol import types as lsp_types
 
 from e2e import lsp
 from e2e.test_turns import new_session
+from procs import alive, all_dead
 
 SLOW_TEXT = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 10}
 AFTER = {"content": [{"type": "text", "text": "Continuing."}]}
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its parent to reap it is not running)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def wait_for_file(path: Path, timeout: float = 10.0) -> str:
@@ -69,7 +61,7 @@ async def test_cancel_during_tool_kills_process_group(client, scripted, workspac
     result = await asyncio.wait_for(turn, 10)
 
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "tools")
-    assert not alive(shell) and not alive(child)
+    assert await all_dead([shell, child])
     assert client.turn_events("toolCallFinished")[-1]["status"] == "cancelled"
     follow = await client.call("turn/start", {"sessionId": sid, "prompt": "what happened?"})
     assert follow["reason"] == "completed"

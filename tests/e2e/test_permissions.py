@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from heddle.client import Connection, RpcError
-from e2e import lsp
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}

@@ -16,6 +16,7 @@ from pytest_lsp import ClientServerConfig
 from e2e import lsp
 from e2e.test_permissions import DONE, last_results, statuses, steps, tool
 from e2e.test_turns import new_session
+from procs import all_dead
 
 
 @pytest.fixture
@@ -243,15 +244,4 @@ async def test_cancel_leaves_no_survivors(client, scripted, workspace):
     result = await asyncio.wait_for(running, 15)
 
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "tools")
-    deadline = time.monotonic() + 3
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert not any(_alive(p) for p in pids)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    assert await all_dead(pids)

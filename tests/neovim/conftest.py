@@ -22,6 +22,7 @@ import pynvim
 import pytest
 
 from heddle.scripted import ScriptedServer
+from procs import wait_dead
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "clients" / "neovim"
@@ -47,19 +48,9 @@ def child_pids(pid: int) -> list[int]:
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def _reap(pids: list[int], deadline: float) -> list[str]:
     """Waits until every pid is gone; kills those still running at the deadline."""
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.02)
-    survivors = [p for p in pids if _alive(p)]
+    survivors = wait_dead(pids, deadline)
     described = []
     for pid in survivors:
         try:

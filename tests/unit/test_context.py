@@ -8,7 +8,7 @@ from heddle.context.pipeline import (CLEARED, CircuitBreaker, PipelineSettings, 
                                      prepare, rounds, snip, tokens_of)
 from heddle.context.windows import Limits, estimate_tokens, limits_for
 from heddle.loop.deps import CompactResult
-from heddle.loop.messages import (Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+from heddle.loop.messages import (Message, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                                   missing_tool_results, user_text)
 
 

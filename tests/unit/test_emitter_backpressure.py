@@ -7,7 +7,8 @@ import threading
 import msgspec
 
 from heddle.loop import events as core
-from heddle.rpc.emitter import BACKLOG_CHARS, FLUSH_CHARS, FLUSH_DELAY, TurnEmitter
+from heddle.rpc.emitter import (BACKLOG_CHARS, FLUSH_CHARS, FLUSH_DELAY, PAUSE_CHARS,
+                                PAUSE_EVENTS, TurnEmitter)
 from heddle.rpc.transport import HIGH_WATER, FdReader, Pressure, StdioTransport, frame
 
 
@@ -112,11 +113,12 @@ async def test_turns_with_held_text_take_turns_when_the_client_catches_up():
     assert "b" in order[:3]  # b did not wait for all of a's text
 
 
-async def test_writable_waits_for_the_client():
+async def test_writable_waits_while_the_turn_holds_too_much():
     pressure = Pressure()
     em = TurnEmitter("s", "t", lambda p: None, pressure)
     await asyncio.wait_for(em.writable(), 1)
     pressure.set(True)
+    em(core.TextDelta("x" * PAUSE_CHARS))
     waiting = asyncio.ensure_future(em.writable())
     await asyncio.sleep(0.01)
     assert not waiting.done()
@@ -227,11 +229,74 @@ async def test_text_after_a_pause_goes_out_without_waiting_and_a_busy_stream_is_
     assert [p.seq for p in sent] == [0, 1]
 
 
-async def test_behind_reports_the_pressure():
+async def test_behind_only_for_a_turn_that_holds_much_while_the_client_is_behind():
+    pressure = Pressure()
+    busy = TurnEmitter("s", "busy", lambda p: None, pressure)
+    quiet = TurnEmitter("s2", "quiet", lambda p: None, pressure)
+    busy(core.TextDelta("x" * PAUSE_CHARS))
+    assert not busy.behind  # the client keeps up
+    pressure.set(True)
+    busy(core.TextDelta("y" * PAUSE_CHARS))
+    quiet(core.TextDelta("a few words"))
+    assert busy.behind and not quiet.behind
+    many = TurnEmitter("s3", "many", lambda p: None, pressure)
+    for i in range(PAUSE_EVENTS):
+        many(core.UsageReport(core.Usage(input_tokens=i)))
+    assert many.behind
+    pressure.set(False)
+    assert not busy.behind and not many.behind and busy.holding == 0
+
+
+async def test_a_turn_stops_producing_while_the_client_is_behind():
+    """`drive` with the emitter as outlet: no event is taken from the query while the client is
+    behind, and the query resumes when it catches up."""
+    from heddle.loop.events import Terminal, TerminalReason, Usage
+    from heddle.loop.query import drive
+
+    pressure = Pressure()
+    sent = []
+    em = TurnEmitter("s", "t", sent.append, pressure)
+    produced = []
+
+    chunk = "z" * (PAUSE_CHARS // 2)
+
+    async def query():
+        for i in range(5):
+            produced.append(i)
+            if i == 1:
+                pressure.set(True)  # the client stops reading after the second delta
+            yield core.TextDelta(chunk)
+        yield Terminal(TerminalReason.COMPLETED, (), Usage())
+
+    task = asyncio.ensure_future(drive(query(), em, em))
+    await asyncio.sleep(0.1)
+    # the second and third deltas wait for the client: the turn holds PAUSE_CHARS and pauses
+    assert produced == [0, 1, 2] and not task.done()
+    pressure.set(False)
+    terminal = await asyncio.wait_for(task, 5)
+    assert terminal.reason is TerminalReason.COMPLETED and produced == [0, 1, 2, 3, 4]
+    em.flush()
+    assert text_of(sent) == chunk * 5
+
+
+async def test_cancelling_a_turn_that_waits_for_the_client():
+    from heddle.loop.query import drive
+
     pressure = Pressure()
     em = TurnEmitter("s", "t", lambda p: None, pressure)
-    assert not em.behind
     pressure.set(True)
-    assert em.behind
-    pressure.set(False)
-    assert not em.behind
+
+    async def query():
+        while True:
+            yield core.TextDelta("x" * 1024)
+
+    task = asyncio.ensure_future(drive(query(), em, em))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    try:
+        await asyncio.wait_for(task, 5)
+    except asyncio.CancelledError:
+        pass
+    assert task.cancelled()
+    pressure.set(False)  # the abandoned wait does not break the next relief
+    assert not pressure.backed_up

@@ -13,6 +13,7 @@ from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdi
                                       post_tool_use, pre_tool_use, run_hook)
 from heddle.settings import HookCommand
 from heddle.tools.environment import tool_env
+from procs import all_dead
 
 PY = sys.executable
 
@@ -21,14 +22,6 @@ def script(tmp_path: Path, name: str, body: str) -> str:
     path = tmp_path / name
     path.write_text("import json, sys\nevent = json.load(sys.stdin)\n" + body)
     return f"{PY} {path}"
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture
@@ -55,10 +48,7 @@ async def test_run_hook_timeout_kills_its_process_group(tmp_path):
     result = await run_hook("sleep 30 & echo $! > bg.pid; sleep 30", {}, 0.3, tmp_path, None)
     assert result.timed_out and time.monotonic() - started < 6
     pid = int((tmp_path / "bg.pid").read_text())
-    deadline = time.monotonic() + 3  # SIGKILL lands asynchronously
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not alive(pid)
+    assert await all_dead([pid])
 
 
 async def test_hook_sees_the_event_and_no_secrets(tmp_path, runner, monkeypatch):

@@ -10,8 +10,8 @@ import pytest
 
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy, rule_matches
 from heddle.tools.base import ToolContext, ToolError, schema_of
-from heddle.tools.files import Edit, EditInput, Read, ReadInput
-from heddle.tools.search import Grep, GrepInput
+from heddle.tools.files import Edit, Read
+from heddle.tools.search import Grep
 from heddle.tools.shell import Bash, BashInput
 
 

@@ -13,6 +13,7 @@ from heddle.tools.base import ToolContext
 from heddle.tools.environment import tool_env
 from heddle.tools.shell import Bash, BashInput, HeadTail
 from heddle.tools.todo import TodoWrite, TodoWriteInput
+from procs import alive, all_dead
 
 import msgspec
 
@@ -20,22 +21,6 @@ import msgspec
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(tmp_path.resolve(), env=tool_env())
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def all_dead(pids: list[int], within: float = 3.0) -> bool:
-    """SIGKILL is delivered asynchronously: give the kernel a moment to finish the job."""
-    with anyio.move_on_after(within):
-        while any(alive(p) for p in pids):
-            await anyio.sleep(0.02)
-    return not any(alive(p) for p in pids)
 
 
 async def wait_for(path: Path) -> int:

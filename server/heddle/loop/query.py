@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Protocol, runtime_checkable
 
 import anyio
 import anyio.abc
@@ -358,11 +358,29 @@ async def _compact(p: QueryParams, state: LoopState, layer: str
                                        result.summary, result.messages)
 
 
-async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None]) -> Terminal:
-    """Consume a query to its end, passing each event on; returns the Terminal."""
+@runtime_checkable
+class Outlet(Protocol):
+    """Where a turn's events go, when it can say that its reader is not keeping up."""
+
+    @property
+    def behind(self) -> bool: ...
+
+    async def writable(self) -> None: ...
+
+
+async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None],
+                outlet: Outlet | None = None) -> Terminal:
+    """Consume a query to its end, passing each event on; returns the Terminal.
+
+    With an `outlet` that is behind, the query waits after an event until it is writable
+    again: the model's stream stops being read (its connection's window fills and the server
+    waits), so what the daemon holds for a stalled editor stops growing.
+    """
     async with aclosing(events) as gen:
         async for ev in gen:
             if isinstance(ev, Terminal):
                 return ev
             on_event(ev)
+            if outlet is not None and outlet.behind:
+                await outlet.writable()
     raise RuntimeError("query() ended without a Terminal")

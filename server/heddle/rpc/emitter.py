@@ -15,6 +15,11 @@ once, whatever the pressure, because a message outside the turn's events must fo
 permission request (after its `permissionAsked` event) and the turn's end (`flush`, before the
 `turn/start` answer). Nothing is dropped, a turn's events never change order, and `seq` stays
 contiguous.
+
+A turn that produces much more than the client reads pauses: `behind` is true once it holds
+PAUSE_CHARS of text or PAUSE_EVENTS events that wait for the client, and the loop waits for
+`writable()` before it takes the next event from the model. So what the daemon holds for a
+stalled client is bounded by a constant per running turn, and the other turns go on.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ FLUSH_CHARS = 4096
 FLUSH_DELAY = 0.016
 BACKLOG_CHARS = 64 * 1024
 """Most text in one notification when waiting text goes out after the client caught up."""
+PAUSE_CHARS = 64 * 1024
+PAUSE_EVENTS = 256
+"""While the client is behind, a turn holding this much text or this many events is asked to
+pause (`behind`) until it catches up; a turn holding less goes on, so one busy turn never stops
+the others."""
 
 _DELTAS = (core.TextDelta, core.ThinkingDelta)
 
@@ -61,6 +71,8 @@ class TurnEmitter:
         self._size = 0
         self._queue: collections.deque[_Text | wev.Ev] = collections.deque()
         """Events waiting for the client to catch up, oldest first."""
+        self._queued_text = 0
+        """Characters of text in `_queue`."""
         self._timer: asyncio.Handle | None = None
         self._sent_at = float("-inf")
         """Loop time of the last text notification."""
@@ -101,7 +113,7 @@ class TurnEmitter:
     @property
     def holding(self) -> int:
         """Characters of text not sent yet."""
-        return self._size + sum(len(i.text) for i in self._queue if isinstance(i, _Text))
+        return self._size + self._queued_text
 
     @property
     def queued(self) -> int:
@@ -110,16 +122,18 @@ class TurnEmitter:
 
     @property
     def behind(self) -> bool:
-        """The editor is not keeping up: events are waiting here, or would."""
-        return self._pressure.backed_up
+        """The editor is not keeping up and this turn holds enough that it should pause."""
+        return self._pressure.backed_up and (
+            self._size + self._queued_text >= PAUSE_CHARS or len(self._queue) >= PAUSE_EVENTS)
 
     async def writable(self) -> None:
-        """Return once the client is not behind (at once if it is not).
+        """Return once this turn need not pause (at once if it need not).
 
         A caller that awaits this between events stops producing while the editor does not
         read, so what waits for it stops growing.
         """
-        await self._pressure.wait()
+        while self.behind:
+            await self._pressure.wait()
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -134,6 +148,7 @@ class TurnEmitter:
         if self._parts:
             text = self._parts[0] if len(self._parts) == 1 else "".join(self._parts)
             self._queue.append(_Text(self._kind, text))
+            self._queued_text += len(text)
             self._parts.clear()
             self._size = 0
 
@@ -159,6 +174,7 @@ class TurnEmitter:
                    and size + len(queue[0].text) <= BACKLOG_CHARS):
                 size += len(queue[0].text)
                 pieces.append(queue.popleft().text)
+            self._queued_text -= size
             text = pieces[0] if len(pieces) == 1 else "".join(pieces)
             self._sent_at = time.monotonic()
             if item.kind is core.ThinkingDelta:

@@ -27,7 +27,7 @@ from heddle.sessions.agents import agent_runner
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
-from heddle.loop.query import QueryParams, drive, query
+from heddle.loop.query import Outlet, QueryParams, drive, query
 from heddle.model.types import ModelCaller
 from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
@@ -97,6 +97,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     session.turn = turn  # claimed before any await, so two waiters can never both start
     prompt = Message("user", (TextBlock(text),))
     messages = append_user(session.messages, prompt.content)
+    outlet = emit if isinstance(emit, Outlet) else None
     transcript = session.transcript
     if transcript is not None:
         transcript.turn(turn_id, request.prompt)
@@ -144,7 +145,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                     limits=deps.limits_for(session.model) if deps.limits_for else None,
                     take_queued=take_queued, abort_reason=lambda: turn.abort_reason)
                 params.tool_context.run_agent = agent_runner(params, context, emit)
-                terminal = await drive(query(params), emit)
+                terminal = await drive(query(params), emit, outlet)
         if terminal is None:  # cancelled before the loop could report
             terminal = Terminal(TerminalReason.ABORTED_STREAMING,
                                 append_user(messages, (TextBlock(INTERRUPTED),)), Usage())

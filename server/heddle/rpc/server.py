@@ -13,7 +13,7 @@ from pygls.lsp.server import LanguageServer
 
 import heddle
 from heddle.context.windows import Limits, limits_for
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings, import_sdk
+from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.model.types import ModelCaller
 from heddle.sessions.session import SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
@@ -97,13 +97,10 @@ class HeddleServer(LanguageServer):
 
     def warm_up(self) -> None:
         """Load the model SDK and build its client in worker threads while the editor starts
-        up, so the first turn does not wait for them (about 2 s of CPU here)."""
-        async def warm():
-            try:
-                await import_sdk()
-            except Exception:
-                log.exception("importing the anthropic SDK failed")
-        self.spawn(warm())
+        up, so the first turn waits for neither (about 2 s of CPU here)."""
+        model = self.model_for(self.default_model)
+        if isinstance(model, AnthropicModel):
+            self.spawn(model.warm_up())  # never raises: the first turn reports any failure
 
     # -- lifecycle ----------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:

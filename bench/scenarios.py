@@ -18,10 +18,10 @@ class Sizes:
     stream_chars: int = 200_000
     stream_deltas: int = 5_000
     idle_sessions: int = 50
-    flood_chars: int = 1_920_000
+    flood_chars: int = 480_000
     """Kept well inside a 200K-token context window: the turn must not compact."""
-    flood_deltas: int = 48_000
-    slow_rate: int = 1_000_000
+    flood_deltas: int = 12_000
+    slow_rate: int = 250_000
     """Bytes per second the slow client reads once it reads again."""
     stall_probes: int = 5
     """Turns of other sessions timed with and without the stalled editor."""

@@ -10,7 +10,8 @@ import pytest
 
 from heddle.loop.events import Retry
 from heddle.loop.messages import TextBlock, ToolUseBlock, user_text
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.model.anthropic_client import AnthropicModel
+from tests.model import clients
 from heddle.model.retry import RetryPolicy
 from heddle.model.types import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
 
@@ -19,8 +20,8 @@ HELLO = {"content": [{"type": "text", "text": "Hello there."}]}
 
 
 def model(scripted, policy: RetryPolicy = FAST, read_timeout: float = 30) -> AnthropicModel:
-    return AnthropicModel(ModelSettings(api_key="k", base_url=scripted.url,
-                                        read_timeout=read_timeout), policy, random.Random(7))
+    return clients.model(policy, random.Random(7), api_key="k", base_url=scripted.url,
+                         read_timeout=read_timeout)
 
 
 async def collect(m: AnthropicModel, name: str, text: str = "hi") -> list:
@@ -128,14 +129,14 @@ async def test_stall_hits_read_timeout(scripted):
 
 
 async def test_connection_refused_is_retried_then_fails(scripted):
-    m = AnthropicModel(ModelSettings(api_key="k", base_url="http://127.0.0.1:9"), FAST)
+    m = clients.model(FAST, api_key="k", base_url="http://127.0.0.1:9")
     with pytest.raises(ModelError) as err:
         await collect(m, "s")
     assert err.value.info.code == "connection"
 
 
 async def test_no_key_and_no_endpoint_is_a_clear_error():
-    m = AnthropicModel(ModelSettings(api_key=None, base_url=None), FAST)
+    m = clients.model(FAST, api_key=None, base_url=None)
     with pytest.raises(ModelError, match="ANTHROPIC_API_KEY is not set"):
         await collect(m, "s")
 
@@ -152,7 +153,7 @@ def test_backoff_is_exponential_with_jitter_and_capped():
 
 
 async def test_warm_up_without_key_or_endpoint_leaves_the_error_to_the_first_call():
-    m = AnthropicModel(ModelSettings(api_key=None, base_url=None), FAST)
+    m = clients.model(FAST, api_key=None, base_url=None)
     await m.warm_up()
     with pytest.raises(ModelError, match="ANTHROPIC_API_KEY is not set"):
         await collect(m, "s")
@@ -161,9 +162,18 @@ async def test_warm_up_without_key_or_endpoint_leaves_the_error_to_the_first_cal
 async def test_warm_up_and_first_calls_build_one_client(scripted):
     m = model(scripted)
     results = await asyncio.gather(m.warm_up(), m.client(), m.client(), m.warm_up(), m.client())
-    clients = [c for c in results if c is not None]
-    assert len(clients) == 3 and all(c is clients[0] for c in clients)
-    assert await m.client() is clients[0]
+    built = [c for c in results if c is not None]
+    assert len(built) == 3 and all(c is built[0] for c in built)
+    assert await m.client() is built[0]
     scripted.add_scenario("s", {"steps": [HELLO]})
     events = await collect(m, "s")
     assert isinstance(events[-1], StreamEnd)
+
+
+def test_the_http_client_comes_from_the_environment(caplog):
+    from heddle.model.anthropic_client import ModelSettings
+
+    assert ModelSettings.from_env({}).http_client == "aiohttp"
+    assert ModelSettings.from_env({"HEDDLE_HTTP_CLIENT": "HTTPX"}).http_client == "httpx"
+    assert ModelSettings.from_env({"HEDDLE_HTTP_CLIENT": "curl"}).http_client == "aiohttp"
+    assert "HEDDLE_HTTP_CLIENT=curl is not one of aiohttp, httpx" in caplog.text

@@ -16,7 +16,8 @@ import pytest
 from heddle.loop.events import Retry
 from heddle.loop.messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from heddle.loop.messages import user_text
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.model.anthropic_client import AnthropicModel
+from tests.model import clients
 from heddle.model.retry import RetryPolicy
 from heddle.model.types import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
                                 TextChunk, ThinkingChunk)
@@ -29,8 +30,7 @@ REQUEST = ModelRequest(model="m", system="sys", messages=(user_text("hi"),), max
 
 
 def model(url: str) -> AnthropicModel:
-    return AnthropicModel(ModelSettings(api_key="k", base_url=url, read_timeout=10), FAST,
-                          random.Random(7))
+    return clients.model(FAST, random.Random(7), api_key="k", base_url=url, read_timeout=10)
 
 
 async def collect(m: AnthropicModel, request: ModelRequest = REQUEST) -> list:

@@ -167,3 +167,27 @@ async def test_everything_sent_at_start_is_answered_in_order(raw, daemon_env, wo
     assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
     log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
     assert "the server computes" not in log and "Traceback" not in log
+
+
+async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_env,
+                                                                         daemon_command):
+    env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}
+    proc = await asyncio.create_subprocess_exec(
+        *daemon_command, env=env, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    raw = RawDaemon(proc)
+    try:
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"processId": None, "capabilities": {}}})
+        assert "result" in await raw.read()
+        shown = await raw.read()
+        assert shown["method"] == "window/showMessage" and shown["params"]["type"] == 1
+        assert shown["params"]["message"] == (
+            "Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'")
+        assert await asyncio.wait_for(proc.wait(), 10) == 1
+        assert "HEDDLE_CONTEXT_WINDOW must be a whole number" in Path(
+            daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator
 import anyio
 import msgspec
 
+from heddle.envvars import number
 from heddle.loop.events import ErrorInfo, Retry
 from heddle.loop.messages import Block
 from heddle.model.errors import classify
@@ -62,7 +63,7 @@ class ModelSettings(msgspec.Struct, frozen=True):
         return cls(
             api_key=env.get("ANTHROPIC_API_KEY") or None,
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
-            read_timeout=float(env.get("HEDDLE_READ_TIMEOUT", 120)),
+            read_timeout=number(env, "HEDDLE_READ_TIMEOUT", 120, minimum=0.001),
             http_client=http_client,
         )
 

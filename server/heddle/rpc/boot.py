@@ -206,8 +206,17 @@ async def _serve(stdin, stdout) -> int:
     transport = StdioTransport(stdin, stdout, loop, boot.on_message, boot.on_close)
     boot.transport = transport
     transport.start()
-    server_module = await loop.run_in_executor(None, importlib.import_module, "heddle.rpc.server")
-    server = server_module.HeddleServer()
+    try:
+        server_module = await loop.run_in_executor(None, importlib.import_module,
+                                                   "heddle.rpc.server")
+        server = server_module.HeddleServer()
+    except Exception as exc:  # a broken install or a bad setting: say so, then stop
+        log.critical("the daemon cannot start", exc_info=True)
+        transport.write(frame(msgspec.json.encode({
+            "jsonrpc": "2.0", "method": "window/showMessage",
+            "params": {"type": 1, "message": f"Heddle cannot start: {exc}"}})))
+        transport.close()
+        return 1
     return await server.serve(transport, boot)
 
 

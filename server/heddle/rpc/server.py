@@ -12,6 +12,7 @@ import anyio
 from pygls.lsp.server import LanguageServer
 
 import heddle
+from heddle.envvars import number
 from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.model.types import ModelCaller
@@ -40,8 +41,8 @@ class HeddleServer(LanguageServer):
         self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None
         self.summary_model = env.get("HEDDLE_SUMMARY_MODEL") or None
         self.compact_model = env.get("HEDDLE_COMPACT_MODEL") or None
-        window = int(env.get("HEDDLE_CONTEXT_WINDOW") or 0)
-        self.permission_timeout = float(env.get("HEDDLE_PERMISSION_TIMEOUT", 600))
+        window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
+        self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
         self.model_settings = ModelSettings.from_env(env)
         self.sessions = SessionRegistry(
             None if env.get("HEDDLE_NO_TRANSCRIPTS") else sessions_dir(env.get("XDG_STATE_HOME")))

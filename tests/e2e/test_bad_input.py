@@ -40,8 +40,13 @@ class RawDaemon:
         if params is not None:
             message["params"] = params
         self.send(message)
+        return await self.request_reply(msg_id)
+
+    async def request_reply(self, msg_id, timeout: float = 10.0) -> dict:
+        """Read (and drop) messages until the reply to request `msg_id`."""
+        deadline = time.monotonic() + timeout
         while True:
-            reply = await self.read()
+            reply = await self.read(max(0.1, deadline - time.monotonic()))
             if reply.get("id") == msg_id and "method" not in reply:
                 return reply
 
@@ -191,3 +196,15 @@ async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_invalid_ids_are_refused_or_ignored_and_serving_goes_on(raw):
+    raw.send({"jsonrpc": "2.0", "id": {"a": 1}, "method": "initialize",
+              "params": {"processId": None, "capabilities": {}}})
+    raw.send({"jsonrpc": "2.0", "id": [1], "result": None})  # a "response" nobody asked for
+    refused = await raw.read()
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert "id must be a string, a number or null" in refused["error"]["message"]
+    await raw.initialize()
+    reply = await raw.request(3, "session/list", {})
+    assert "result" in reply

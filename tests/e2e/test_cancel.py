@@ -115,3 +115,63 @@ async def test_shutdown_while_turn_runs(daemon_env, daemon_command, scripted, wo
     assert result["reason"] == "cancelled"
     assert time.monotonic() - started < 3.0
     await c.stop()
+
+
+async def test_cancel_while_paused_for_a_stalled_editor_keeps_the_turns_work(
+        daemon_env, daemon_command, scripted, workspace):
+    """The editor stops reading, so the turn pauses once it holds enough for it; a cancel then
+    ends the turn like any other cancel: the rounds it ran stay in the conversation."""
+    from e2e.test_bad_input import RawDaemon
+
+    text = "".join(f"line {i} of a long answer\n" for i in range(1200))  # ~30 KB a call
+    step = {"content": [{"type": "text", "text": text},
+                        {"type": "tool_use", "name": "Read",
+                         "input": {"path": "README.md", "limit": 2}}], "chunk": 40}
+    scripted.add_scenario("flood", {"repeat": True, "steps": [step]})
+    proc = await asyncio.create_subprocess_exec(
+        *daemon_command, env=daemon_env, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    raw = RawDaemon(proc)
+    try:
+        await raw.initialize()
+        sid = (await raw.request(2, "session/new", {"workspace": str(workspace),
+                                                    "model": "flood"}))["result"]["sessionId"]
+        raw.send({"jsonrpc": "2.0", "id": 3, "method": "turn/start",
+                  "params": {"sessionId": sid, "prompt": "write a lot", "maxTurns": 60}})
+        # Nothing is read from here on: the turn must stop asking the model.
+        deadline = time.monotonic() + 40
+        while not scripted.requests_for("flood"):  # the model client is still loading
+            assert time.monotonic() < deadline, "no model request"
+            await asyncio.sleep(0.02)
+        calls, quiet_since = -1, time.monotonic()
+        while time.monotonic() - quiet_since < 1.0:
+            assert time.monotonic() < deadline, "the turn never paused"
+            if len(scripted.requests_for("flood")) != calls:
+                calls, quiet_since = len(scripted.requests_for("flood")), time.monotonic()
+            await asyncio.sleep(0.02)
+        assert 2 <= calls < 60
+
+        raw.send({"jsonrpc": "2.0", "method": "turn/cancel", "params": {"sessionId": sid}})
+        result = (await raw.request_reply(3, timeout=20))["result"]
+        assert result["reason"] == "cancelled"
+
+        scripted.add_scenario("after", {"steps": [AFTER]})
+        raw.send({"jsonrpc": "2.0", "id": 4, "method": "turn/start",
+                  "params": {"sessionId": sid, "prompt": "what happened?"}})
+        # the next model request carries the rounds the cancelled turn ran
+        deadline = time.monotonic() + 20
+        while len(scripted.requests_for("flood")) == calls:
+            assert time.monotonic() < deadline, "no model request for the next turn"
+            await asyncio.sleep(0.02)
+        messages = scripted.requests_for("flood")[calls].body["messages"]
+        assert [m["role"] for m in messages[:3]] == ["user", "assistant", "user"]
+        tool_uses = [b for m in messages if m["role"] == "assistant" for b in m["content"]
+                     if b["type"] == "tool_use"]
+        results = [b for m in messages if m["role"] == "user" for b in m["content"]
+                   if b["type"] == "tool_result"]
+        assert len(tool_uses) >= calls - 1 and len(results) == len(tool_uses)
+        assert messages[-1]["content"][-1]["text"] == "what happened?"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from heddle.loop.messages import TextBlock, ThinkingBlock, ToolUseBlock
-from heddle.model.errors import StreamIncomplete
+from heddle.model.errors import StreamIncomplete, StreamUnreadable, classify
 from heddle.model.sse import Assembler, SSEDecoder
 from heddle.model.types import BlockDone, BlockStarted, TextChunk, ThinkingChunk
 from tests.model.rawserver import (block_start, block_stop, delta, events_bytes, message_end,
@@ -139,10 +139,22 @@ def test_unknown_events_blocks_and_deltas_are_skipped():
     assert a.end(1).stop_reason == "end_turn"
 
 
-def test_a_known_event_of_the_wrong_shape_is_an_error():
-    with pytest.raises(msgspec.ValidationError):
-        Assembler([]).feed([(b"content_block_stop",
-                             b'{"type": "content_block_stop", "index": "x"}')])
+@pytest.mark.parametrize("bad", [b'{"type": "content_block_stop", "index": "x"}',
+                                 b'{"type": "content_block_stop", "index": 0'])
+def test_a_known_event_that_cannot_be_read_fails_after_what_came_before(bad):
+    done = []
+    a = Assembler(done)
+    out = a.feed(pairs(text_answer("a", "b")[:4]) + [(b"content_block_stop", bad)]
+                 + pairs([text_delta(0, "never")]))
+    assert out == [BlockStarted(0, "text"), TextChunk(0, "ab")]
+    assert isinstance(a.failure, StreamUnreadable) and done == []
+    assert classify(a.failure).code == "streamInterrupted" and classify(a.failure).retryable
+
+
+def test_a_lone_lf_after_a_cr_read_does_not_eat_the_next_newline():
+    body = b"event: a\r\ndata: 1\r\n\ndata: 2\n\n"
+    assert feed_all([b"event: a\r", b"\n", b"data: 1\r", b"\n", b"\ndata: 2\n\n"]) == \
+        SSEDecoder().feed(body) == [(b"a", b"1"), (b"", b"2")]
 
 
 def test_error_event_stops_the_response_after_what_came_before():

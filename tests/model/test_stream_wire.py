@@ -249,3 +249,23 @@ async def test_cancelling_mid_stream_closes_the_response():
                     await anyio.sleep(0.01)
                 tg.cancel_scope.cancel()
         assert text_of(seen) == "a"
+
+
+async def test_closing_the_stream_stops_reading_at_once():
+    """The loop closes a model stream it stops consuming (`aclosing`); the response and its
+    reader must be gone when `aclose` returns, not later in a task nobody awaits."""
+    never = asyncio.Event()
+    body = events_bytes(text_answer("a", "b")[:3])
+    async with RawServer([Reply([Write(body), Wait(never)])]) as srv:
+        m = model(srv.url)
+        stream = m.stream(REQUEST)
+        def readers() -> list[asyncio.Task]:
+            return [t for t in asyncio.all_tasks() if "BodyReader._run" in repr(t.get_coro())]
+
+        with anyio.fail_after(5):
+            while not isinstance(await stream.__anext__(), TextChunk):
+                pass
+            assert len(readers()) == 1
+            await stream.aclose()
+        assert readers() == []
+        never.set()

@@ -116,6 +116,7 @@ def test_initialize_is_answered_at_once_and_everything_is_kept_in_order():
     initialize(1, None),
     {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}},
     {"jsonrpc": "1.0", "id": 1, "method": "initialize", "params": PARAMS[0]},
+    {"jsonrpc": "2.0", "id": [1], "method": "initialize", "params": PARAMS[0]},
 ])
 def test_only_a_valid_initialize_first_is_answered_early(first):
     boot, transport = booting()
@@ -181,3 +182,22 @@ def test_a_different_server_answer_is_logged(caplog):
 def test_frame_round_trip():
     body = msgspec.json.encode({"a": 1})
     assert frame(body).partition(b"\r\n\r\n")[2] == body
+
+
+async def test_a_message_that_fails_during_start_up_does_not_stop_the_rest():
+    boot, transport = booting()
+    boot.on_message(initialize(1, PARAMS[0]))
+    boot.on_message({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}})
+    server, out = server_with_capture()
+    server.protocol.answered_early(boot.early)
+    handled = []
+
+    def on_message(message):
+        handled.append(message.get("id"))
+        if message.get("id") == 1:
+            raise RuntimeError("a handler bug")
+        server.protocol.handle_raw(message)
+
+    boot.hand_over(on_message, lambda why: None)
+    assert handled == [1, 2]
+    assert [m.get("id") for m in await answers(out, 1)] == [2]

@@ -247,56 +247,18 @@ async def test_behind_only_for_a_turn_that_holds_much_while_the_client_is_behind
     assert not busy.behind and not many.behind and busy.holding == 0
 
 
-async def test_a_turn_stops_producing_while_the_client_is_behind():
-    """`drive` with the emitter as outlet: no event is taken from the query while the client is
-    behind, and the query resumes when it catches up."""
-    from heddle.loop.events import Terminal, TerminalReason, Usage
-    from heddle.loop.query import drive
-
-    pressure = Pressure()
-    sent = []
-    em = TurnEmitter("s", "t", sent.append, pressure)
-    produced = []
-
-    chunk = "z" * (PAUSE_CHARS // 2)
-
-    async def query():
-        for i in range(5):
-            produced.append(i)
-            if i == 1:
-                pressure.set(True)  # the client stops reading after the second delta
-            yield core.TextDelta(chunk)
-        yield Terminal(TerminalReason.COMPLETED, (), Usage())
-
-    task = asyncio.ensure_future(drive(query(), em, em))
-    await asyncio.sleep(0.1)
-    # the second and third deltas wait for the client: the turn holds PAUSE_CHARS and pauses
-    assert produced == [0, 1, 2] and not task.done()
-    pressure.set(False)
-    terminal = await asyncio.wait_for(task, 5)
-    assert terminal.reason is TerminalReason.COMPLETED and produced == [0, 1, 2, 3, 4]
-    em.flush()
-    assert text_of(sent) == chunk * 5
-
-
-async def test_cancelling_a_turn_that_waits_for_the_client():
-    from heddle.loop.query import drive
-
+async def test_cancelling_a_wait_for_the_client():
     pressure = Pressure()
     em = TurnEmitter("s", "t", lambda p: None, pressure)
     pressure.set(True)
-
-    async def query():
-        while True:
-            yield core.TextDelta("x" * 1024)
-
-    task = asyncio.ensure_future(drive(query(), em, em))
-    await asyncio.sleep(0.05)
-    task.cancel()
+    em(core.TextDelta("x" * PAUSE_CHARS))
+    waiting = asyncio.ensure_future(em.writable())
+    await asyncio.sleep(0.02)
+    waiting.cancel()
     try:
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(waiting, 5)
     except asyncio.CancelledError:
         pass
-    assert task.cancelled()
-    pressure.set(False)  # the abandoned wait does not break the next relief
-    assert not pressure.backed_up
+    assert waiting.cancelled()
+    pressure.set(False)  # the abandoned wait does not break the relief
+    assert not pressure.backed_up and not em.behind and em.holding == 0

@@ -69,6 +69,8 @@ async def call_model(p: QueryParams, config: LoopConfig, state: LoopState,
                 async for ev in stream:
                     for out in _on_stream_event(ev, response, executor, p.tool_context):
                         yield out
+                    if p.outlet is not None and p.outlet.behind:
+                        await p.outlet.writable()  # the editor is behind: read on later
         except anyio.get_cancelled_exc_class():
             yield CallOutcome("aborted", response, executor, model, messages, index + 1)
             return

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import AsyncIterator, Callable, Protocol, runtime_checkable
+from typing import AsyncIterator, Callable
 
 import anyio
 import anyio.abc
@@ -23,7 +23,7 @@ from heddle.context.pipeline import PipelineSettings, collapse_drain, prepare
 from heddle.context.windows import Limits, estimate_tokens, limits_for
 from heddle.loop import endings
 from heddle.loop.budget import check_token_budget
-from heddle.loop.deps import LoopDeps
+from heddle.loop.deps import LoopDeps, Outlet
 from heddle.loop.events import (Compaction, CoreEvent, ErrorInfo, ErrorReport, MessageFinal,
                                 Terminal, TerminalReason, Usage, UsageReport)
 from heddle.loop.messages import (Block, Message, TextBlock, append_user, text_of, to_api,
@@ -74,6 +74,8 @@ class QueryParams:
     abort_reason: Callable[[], str | None] = lambda: None
     """After a cancel: "interrupt" when a new prompt replaced the turn (no interruption note)."""
     pipeline: PipelineSettings = PipelineSettings()
+    outlet: Outlet | None = None
+    """Where the events go, if it can ask the turn to pause while its reader is behind."""
 
 
 @dataclass(frozen=True)
@@ -358,29 +360,11 @@ async def _compact(p: QueryParams, state: LoopState, layer: str
                                        result.summary, result.messages)
 
 
-@runtime_checkable
-class Outlet(Protocol):
-    """Where a turn's events go, when it can say that its reader is not keeping up."""
-
-    @property
-    def behind(self) -> bool: ...
-
-    async def writable(self) -> None: ...
-
-
-async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None],
-                outlet: Outlet | None = None) -> Terminal:
-    """Consume a query to its end, passing each event on; returns the Terminal.
-
-    With an `outlet` that is behind, the query waits after an event until it is writable
-    again: the model's stream stops being read (its connection's window fills and the server
-    waits), so what the daemon holds for a stalled editor stops growing.
-    """
+async def drive(events: AsyncIterator[CoreEvent], on_event: Callable[[CoreEvent], None]) -> Terminal:
+    """Consume a query to its end, passing each event on; returns the Terminal."""
     async with aclosing(events) as gen:
         async for ev in gen:
             if isinstance(ev, Terminal):
                 return ev
             on_event(ev)
-            if outlet is not None and outlet.behind:
-                await outlet.writable()
     raise RuntimeError("query() ended without a Terminal")

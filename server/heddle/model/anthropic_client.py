@@ -15,6 +15,7 @@ import importlib
 import logging
 import os
 import random
+from contextlib import aclosing
 from typing import Any, AsyncIterator
 
 import anyio
@@ -135,9 +136,11 @@ class AnthropicModel:
             committed = False
             done: list[Block] = []
             try:
-                async for event in self._one_attempt(client, request, attempt + 1, done):
-                    committed = True
-                    yield event
+                async with aclosing(self._one_attempt(client, request, attempt + 1,
+                                                      done)) as events:
+                    async for event in events:
+                        committed = True
+                        yield event
                 return
             except anyio.get_cancelled_exc_class():
                 raise
@@ -174,6 +177,8 @@ class AnthropicModel:
                 while (data := await reader.take()) is not None:
                     for event in assembler.feed(decoder.feed(data)):
                         yield event
+                    if assembler.failure is not None:
+                        raise assembler.failure
                     if assembler.error is not None:
                         # What the SDK raises for an `error` event: the base class, status 200.
                         raise anthropic.APIStatusError(assembler.error.message,

@@ -52,7 +52,7 @@ def classify(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc
         return ErrorInfo("connection", f"cannot reach the model endpoint: {cause}", None, True)
-    if isinstance(exc, (httpx2.TransportError, StreamIncomplete)):
+    if isinstance(exc, (httpx2.TransportError, StreamIncomplete, StreamUnreadable)):
         return ErrorInfo("streamInterrupted", f"the model's response stream broke off: {exc}",
                          None, True)
     return ErrorInfo("internal", f"{type(exc).__name__}: {exc}", None, False)
@@ -60,3 +60,7 @@ def classify(exc: BaseException) -> ErrorInfo:
 
 class StreamIncomplete(Exception):
     """The response ended without `message_stop`."""
+
+
+class StreamUnreadable(Exception):
+    """An event of a type this client reads could not be decoded: the stream is corrupt."""

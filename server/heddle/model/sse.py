@@ -13,7 +13,7 @@ import msgspec
 from heddle.loop.events import Usage
 from heddle.loop.messages import (Block, RedactedThinkingBlock, TextBlock, ThinkingBlock,
                                   ToolUseBlock)
-from heddle.model.errors import StreamIncomplete
+from heddle.model.errors import StreamIncomplete, StreamUnreadable
 from heddle.model.types import (BlockDone, BlockStarted, StreamEnd, StreamEvent, TextChunk,
                                 ThinkingChunk)
 
@@ -33,13 +33,13 @@ class SSEDecoder:
         self._started = False
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, bytes]]:
-        if self._after_cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]  # the second half of a CRLF whose CR ended the last read
+        if self._after_cr and chunk:
+            self._after_cr = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]  # the second half of a CRLF whose CR ended the last read
         if b"\r" in chunk:
             self._after_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        elif chunk:
-            self._after_cr = False
         text = self._rest + chunk if self._rest else chunk
         if not self._started:
             if len(text) < 3 and _BOM.startswith(text):
@@ -124,6 +124,14 @@ _decode_event = msgspec.json.Decoder(_Event).decode
 _decode_type = msgspec.json.Decoder(_TypeOnly).decode
 _KNOWN = frozenset({"message_start", "content_block_start", "content_block_delta",
                     "content_block_stop", "message_delta", "message_stop", "error"})
+
+
+def _known(data: bytes) -> bool:
+    """Whether this event's JSON is an object whose `type` this client reads."""
+    try:
+        return _decode_type(data).type in _KNOWN
+    except msgspec.DecodeError:
+        return False
 _BLOCK_KINDS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
 
 
@@ -182,6 +190,8 @@ class Assembler:
     def __init__(self, done: list[Block]) -> None:
         self.done = done
         self.error: ErrorEvent | None = None
+        self.failure: StreamUnreadable | None = None
+        """Set when an event of a known type could not be decoded; the rest is ignored."""
         self._builders: dict[int, _Builder] = {}
         self._usage_in: _Usage | None = None
         self._output_tokens = 0
@@ -194,17 +204,19 @@ class Assembler:
         run_index = -1
         run_thinking = False
         for name, data in events:
-            if self.error is not None:
+            if self.error is not None or self.failure is not None:
                 break
             if name == b"error":
                 self.error = error_event(data)
                 break
             try:
                 ev = _decode_event(data)
-            except msgspec.ValidationError:
-                if _decode_type(data).type in _KNOWN:
-                    raise
-                continue  # an event type this client does not know, shaped its own way
+            except msgspec.DecodeError as exc:
+                if isinstance(exc, msgspec.ValidationError) and not _known(data):
+                    continue  # an event type this client does not know, shaped its own way
+                # what came before it in this read still goes out; the caller raises this
+                self.failure = StreamUnreadable(f"an event could not be read ({exc})")
+                break
             kind = ev.type
             if kind == "content_block_delta" and ev.delta is not None:
                 delta = ev.delta

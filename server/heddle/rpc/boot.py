@@ -87,6 +87,11 @@ class EarlyInitializeParams(msgspec.Struct):
         return out
 
 
+def valid_id(msg_id: object) -> bool:
+    """JSON-RPC ids are strings, numbers or null (absent: a notification)."""
+    return msg_id is None or isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
+
+
 def position_encoding(params: EarlyInitializeParams) -> str:
     general = params.capabilities.general
     for encoding in (general.positionEncodings or []) if general else []:
@@ -177,7 +182,7 @@ class Boot:
     def _maybe_answer(self, message: dict) -> None:
         """Answer the client's first request now if it is a valid `initialize`."""
         if message.get("jsonrpc") != "2.0" or message.get("method") != "initialize" \
-                or self.transport is None:
+                or not valid_id(message["id"]) or self.transport is None:
             return
         try:
             params = msgspec.convert(message.get("params"), EarlyInitializeParams)
@@ -193,10 +198,13 @@ class Boot:
         """Deliver what was kept, in order, then route everything to the server."""
         pending, self._pending = self._pending, []
         for item in pending:
-            if isinstance(item, _Closed):
-                on_close(item.why)
-            else:
-                on_message(item)
+            try:
+                if isinstance(item, _Closed):
+                    on_close(item.why)
+                else:
+                    on_message(item)
+            except Exception:  # as after start-up: one bad message never stops the rest
+                log.exception("handling a message that arrived during start-up failed")
         self._on_message, self._on_close = on_message, on_close
 
 

@@ -24,7 +24,7 @@ from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage,
 from pygls.protocol.language_server import lsp_method
 
 from heddle_protocol import ErrorCode
-from heddle.rpc.boot import EarlyInitialize
+from heddle.rpc.boot import EarlyInitialize, valid_id
 from heddle.rpc.transport import ParseError, frame
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,13 @@ class HeddleProtocol(LanguageServerProtocol):
                              'invalid request: expected a JSON object with "jsonrpc": "2.0"')
             return
         method, msg_id = message.get("method"), message.get("id")
+        if not valid_id(msg_id):
+            if method is not None and "id" in message:
+                self._send_error(None, ErrorCode.INVALID_REQUEST,
+                                 "invalid request: id must be a string, a number or null")
+            else:
+                log.warning("ignoring a message with an invalid id: %.200r", message)
+            return
         is_request = method is not None and "id" in message
         if method is not None and not isinstance(method, str):
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "invalid request: method must be a string")

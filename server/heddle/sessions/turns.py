@@ -18,7 +18,7 @@ from heddle.context.compact import ModelCompactor
 from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.loop.budget import parse_budget
-from heddle.loop.deps import LoopDeps
+from heddle.loop.deps import LoopDeps, Outlet
 from heddle.loop.endings import INTERRUPTED
 from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, TerminalReason, Usage
 from heddle.loop.hooks import StopHooks
@@ -27,7 +27,7 @@ from heddle.sessions.agents import agent_runner
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
-from heddle.loop.query import Outlet, QueryParams, drive, query
+from heddle.loop.query import QueryParams, drive, query
 from heddle.model.types import ModelCaller
 from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
@@ -143,9 +143,10 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                     thinking_budget=session.options.thinking_budget,
                     summary_model=session.options.summary_model,
                     limits=deps.limits_for(session.model) if deps.limits_for else None,
-                    take_queued=take_queued, abort_reason=lambda: turn.abort_reason)
+                    take_queued=take_queued, abort_reason=lambda: turn.abort_reason,
+                    outlet=outlet)
                 params.tool_context.run_agent = agent_runner(params, context, emit)
-                terminal = await drive(query(params), emit, outlet)
+                terminal = await drive(query(params), emit)
         if terminal is None:  # cancelled before the loop could report
             terminal = Terminal(TerminalReason.ABORTED_STREAMING,
                                 append_user(messages, (TextBlock(INTERRUPTED),)), Usage())

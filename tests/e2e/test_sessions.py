@@ -8,11 +8,13 @@ import os
 import random
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from heddle.client import Connection, RpcError
+from e2e import lsp
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
@@ -243,3 +245,22 @@ async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, works
     with pytest.raises(RpcError) as err:
         await d2.call("session/load", {"sessionId": "../../etc/passwd"})
     assert err.value.code == -32010
+
+
+async def test_a_starting_daemon_removes_saved_tool_results_of_idle_sessions(
+        daemon_env, daemon_command):
+    root = Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "tool-results"
+    old, fresh = root / "idle-session" / "toolu_1.txt", root / "busy-session" / "toolu_2.txt"
+    for path, age_days in ((old, 30), (fresh, 1)):
+        path.parent.mkdir(parents=True)
+        path.write_text("a long result")
+        stamp = time.time() - age_days * 86400
+        os.utime(path, (stamp, stamp))
+    client = await lsp.start(daemon_env, daemon_command)
+    try:
+        deadline = time.monotonic() + 10
+        while old.parent.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not old.parent.exists() and fresh.exists()
+    finally:
+        await lsp.stop(client)

@@ -17,6 +17,7 @@ from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.model.types import ModelCaller
 from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps
 from heddle.rpc.protocol import HeddleProtocol, heddle_converter
@@ -43,6 +44,8 @@ class HeddleServer(LanguageServer):
         self.compact_model = env.get("HEDDLE_COMPACT_MODEL") or None
         window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
         self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
+        self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
+        self.state_sessions = sessions_dir(env.get("XDG_STATE_HOME"))
         self.model_settings = ModelSettings.from_env(env)
         self.sessions = SessionRegistry(
             None if env.get("HEDDLE_NO_TRANSCRIPTS") else sessions_dir(env.get("XDG_STATE_HOME")))
@@ -96,6 +99,11 @@ class HeddleServer(LanguageServer):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def tidy_up(self) -> None:
+        """Remove saved tool results of long-idle sessions, on a worker thread."""
+        root, days = tool_results_dir(self.state_sessions), self.tool_results_days
+        self.spawn(anyio.to_thread.run_sync(prune_tool_results, root, days))
+
     def warm_up(self) -> None:
         """Load the model SDK and build its client in worker threads while the editor starts
         up, so the first turn waits for neither (about 2 s of CPU here)."""
@@ -122,6 +130,7 @@ class HeddleServer(LanguageServer):
             self.protocol.answered_early(boot.early)
         boot.hand_over(self.protocol.handle_raw, self._on_close)
         self.warm_up()
+        self.tidy_up()
         await self._stop.wait()
         await self.cancel_all_turns()
         transport.close()

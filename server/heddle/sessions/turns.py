@@ -24,6 +24,7 @@ from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, Te
 from heddle.loop.hooks import StopHooks
 from heddle.permissions.hooks import HookRunner
 from heddle.sessions.agents import agent_runner
+from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
@@ -125,7 +126,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         session_id=session.id, documents=session.documents,
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
-                        results_dir=sessions_dir().parent / "tool-results" / session.id,
+                        results_dir=tool_results_dir(sessions_dir()) / session.id,
                         run_agent=run_agent)
 
                 params = QueryParams(

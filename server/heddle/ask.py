@@ -152,6 +152,9 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     conn = Connection(proc.stdout, proc.stdin)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ)
     conn.on_notification("turn/event", lambda params: renderer.event(params))
+    errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
+    conn.on_notification("window/showMessage", lambda params: params.get("type") == 1
+                         and errors.append(str(params.get("message"))))
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         if args.yes:
@@ -191,7 +194,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             print(f"heddle: {result['error']['message']}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
     except (RpcError, ConnectionError) as exc:
-        print(f"heddle: {exc}", file=sys.stderr)
+        print(f"heddle: {errors[-1] if errors else exc}", file=sys.stderr)
         return 1
     finally:
         await _stop(conn, proc)

@@ -103,3 +103,12 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
     assert missing.returncode == 1 and "no session" in missing.stderr
+
+
+def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):
+    env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}
+    result = heddle(["ask", "-w", str(workspace), "-y", "hello"], env)
+    assert result.returncode == 1
+    assert ("heddle: Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, "
+            "not 'lots'") in result.stderr
+    assert "Traceback" not in result.stderr

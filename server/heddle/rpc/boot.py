@@ -219,7 +219,8 @@ async def _serve(stdin, stdout) -> int:
                                                    "heddle.rpc.server")
         server = server_module.HeddleServer()
     except Exception as exc:  # a broken install or a bad setting: say so, then stop
-        log.critical("the daemon cannot start", exc_info=True)
+        log.critical("the daemon cannot start: %s", exc)
+        log.info("the daemon cannot start", exc_info=True)  # the traceback: log file only
         transport.write(frame(msgspec.json.encode({
             "jsonrpc": "2.0", "method": "window/showMessage",
             "params": {"type": 1, "message": f"Heddle cannot start: {exc}"}})))

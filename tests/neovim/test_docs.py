@@ -23,7 +23,7 @@ def test_help_file_documents_every_command_option_and_function(editor, tmp_path:
     assert {":" + name for name in commands} <= tags
     options = {name.split(".")[0]
                for name in editor.lua("return vim.tbl_keys(require('heddle.config').checks)")}
-    assert len(options) == 7
+    assert len(options) == 8
     assert {f"heddle-config-{name}" for name in options} <= tags
     functions = editor.lua("local fns = {} for k, v in pairs(require('heddle')) do"
                            " if type(v) == 'function' then fns[#fns + 1] = k end end return fns")

@@ -193,3 +193,23 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
     editor.wait("require('heddle').status().session_id == nil", "the daemon's exit")
     assert editor.transcript()[-1] == (
         "- the daemon exited (code 0, signal 9); the next prompt starts a new session")
+
+
+def test_the_daemon_starts_at_the_first_prompt_or_at_setup(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    scripted.add_scenario("chat", {"steps": [
+        {"content": [{"type": "text", "text": "Ready when you were."}]}]})
+    editor.setup(model="chat")
+    editor.lua("vim.wait(300)")
+    assert editor.lua("return require('heddle.client').get() == nil"), "started without a prompt"
+
+    editor.setup(model="chat", start="setup")
+    editor.wait("require('heddle.client').get() ~= nil", "the daemon to start at setup()")
+    started = editor.lua("return require('heddle.client').get().id")
+    editor.cmd("AgentRun are you there?")
+    editor.wait("require('heddle').status().last ~= nil", "the turn to end")
+    status = editor.wait_idle()
+    assert status["last"]["reason"] == "completed"
+    assert any("Ready when you were." in line for line in editor.transcript())
+    assert editor.lua("return require('heddle.client').get().id") == started
+    assert editor.errors() == []

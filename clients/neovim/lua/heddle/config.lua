@@ -21,6 +21,9 @@ M.defaults = {
   workspace = nil,
   -- Send the current file's path along with a prompt given without a range.
   send_current_file = true,
+  -- When the daemon starts: 'prompt' (at the first prompt) or 'setup' (when setup() is
+  -- called, so the first prompt does not wait for it to load).
+  start = 'prompt',
   window = {
     -- Where the output split opens: 'right', 'left', 'above' or 'below'.
     position = 'right',
@@ -68,6 +71,9 @@ M.checks = {
   end,
   send_current_file = function(v)
     return type(v) == 'boolean', 'a boolean'
+  end,
+  start = function(v)
+    return v == 'prompt' or v == 'setup', "'prompt' or 'setup'"
   end,
   ['window.position'] = function(v)
     return positions[v] == true, "'right', 'left', 'above' or 'below'"

@@ -1,14 +1,20 @@
 --- Heddle for Neovim: a coding agent that works in your editor.
 ---
 --- This module is the public API; `:help heddle` documents it. Nothing starts until the first
---- prompt: the daemon is spawned then, through Neovim's built-in LSP client.
+--- prompt (or `setup()` with `start = 'setup'`): the daemon is spawned then, through Neovim's
+--- built-in LSP client.
 local M = {}
 
 --- Sets the options, merged over the defaults (`:help heddle-config`). Calling it again
 --- replaces the earlier options; calling it at all is optional.
 --- @param opts table?
 function M.setup(opts)
-  require('heddle.config').set(opts)
+  local config = require('heddle.config')
+  config.set(opts)
+  if config.options.start == 'setup' then
+    -- Start the daemon now; a failure is reported by the first prompt, as without this.
+    require('heddle.client').with_client(function() end)
+  end
   return M
 end
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from lsprotocol import types as lsp_types
 
 from e2e import lsp
+from e2e.test_bad_input import RawDaemon
 from e2e.test_turns import new_session
 from procs import alive, all_dead
 
@@ -121,8 +122,6 @@ async def test_cancel_while_paused_for_a_stalled_editor_keeps_the_turns_work(
         daemon_env, daemon_command, scripted, workspace):
     """The editor stops reading, so the turn pauses once it holds enough for it; a cancel then
     ends the turn like any other cancel: the rounds it ran stay in the conversation."""
-    from e2e.test_bad_input import RawDaemon
-
     text = "".join(f"line {i} of a long answer\n" for i in range(1200))  # ~30 KB a call
     step = {"content": [{"type": "text", "text": text},
                         {"type": "tool_use", "name": "Read",

@@ -199,8 +199,7 @@ def test_the_daemon_starts_at_the_first_prompt_or_at_setup(
         editor, scripted: ScriptedServer, workspace: Path) -> None:
     scripted.add_scenario("chat", {"steps": [
         {"content": [{"type": "text", "text": "Ready when you were."}]}]})
-    editor.setup(model="chat")
-    editor.lua("vim.wait(300)")
+    editor.setup(model="chat")  # would start the daemon within setup() itself
     assert editor.lua("return require('heddle.client').get() == nil"), "started without a prompt"
 
     editor.setup(model="chat", start="setup")

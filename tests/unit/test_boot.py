@@ -59,6 +59,15 @@ def server_with_capture() -> tuple[HeddleServer, Capture]:
     return server, out
 
 
+def handed_over(boot: Boot, caplog) -> tuple[HeddleServer, Capture]:
+    """A server that takes over from `boot` (warnings captured), and what it sent."""
+    server, out = server_with_capture()
+    server.protocol.answered_early(boot.early)
+    with caplog.at_level(logging.WARNING):
+        boot.hand_over(server.protocol.handle_raw, lambda why: None)
+    return server, out
+
+
 def initialize(msg_id, params) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params}
 
@@ -156,10 +165,7 @@ async def test_params_only_the_server_rejects_still_initialize(caplog):
     boot, transport = booting()
     boot.on_message(initialize(1, bad))
     assert "result" in transport.out.messages[0]
-    server, out = server_with_capture()
-    server.protocol.answered_early(boot.early)
-    with caplog.at_level(logging.WARNING):
-        boot.hand_over(server.protocol.handle_raw, lambda why: None)
+    server, out = handed_over(boot, caplog)
     assert out.messages == []
     assert "initialize params the server rejects" in caplog.text
     assert server.protocol.client_heddle_capabilities == {"permissionRequests": True}
@@ -171,10 +177,7 @@ def test_a_different_server_answer_is_logged(caplog):
     boot, transport = booting()
     boot.on_message(initialize(1, PARAMS[0]))
     boot.early.result["serverInfo"]["version"] = "0.0.0-stale"
-    server, out = server_with_capture()
-    server.protocol.answered_early(boot.early)
-    with caplog.at_level(logging.WARNING):
-        boot.hand_over(server.protocol.handle_raw, lambda why: None)
+    server, out = handed_over(boot, caplog)
     assert out.messages == []
     assert "the server computes" in caplog.text
 

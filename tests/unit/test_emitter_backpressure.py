@@ -253,7 +253,8 @@ async def test_cancelling_a_wait_for_the_client():
     pressure.set(True)
     em(core.TextDelta("x" * PAUSE_CHARS))
     waiting = asyncio.ensure_future(em.writable())
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0)  # the task runs up to its wait
+    assert not waiting.done()
     waiting.cancel()
     try:
         await asyncio.wait_for(waiting, 5)

@@ -211,33 +211,30 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
             info = outcome.error
             too_long = info.code == "promptTooLong" and p.deps.compactor is not None
             # the error is withheld: the client never sees an error that was recovered
-            if too_long and not state.has_attempted_collapse_drain:
-                try:
+            # collapse the older rounds first, then (if that did nothing) compact it all, once each
+            drained = compacted = None
+            try:
+                if too_long and not state.has_attempted_collapse_drain:
                     drained = await collapse_drain(state.messages, state.model, p.deps.compactor,
                                                    p.pipeline.keep_rounds)
-                except anyio.get_cancelled_exc_class():
-                    for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
-                        yield ev
-                    return
-                if drained is not None:
-                    yield drained[1]
-                    state = rebuilt(state, ContinueReason.COLLAPSE_DRAIN_RETRY,
-                                    messages=drained[0], has_attempted_collapse_drain=True,
-                                    context_base=(0, 0))
-                    continue
-            if too_long and not state.has_attempted_reactive_compact:
-                try:
+                if drained is None and too_long and not state.has_attempted_reactive_compact:
                     compacted = await _compact(p, state, "reactive")
-                except anyio.get_cancelled_exc_class():
-                    for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
-                        yield ev
-                    return
-                if compacted is not None:
-                    yield compacted[1]
-                    state = rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY,
-                                    messages=compacted[0], has_attempted_reactive_compact=True,
-                                    has_attempted_collapse_drain=True, context_base=(0, 0))
-                    continue
+            except anyio.get_cancelled_exc_class():
+                for ev in _cancelled(p, state, TerminalReason.ABORTED_STREAMING, end):
+                    yield ev
+                return
+            if drained is not None:
+                yield drained[1]
+                state = rebuilt(state, ContinueReason.COLLAPSE_DRAIN_RETRY,
+                                messages=drained[0], has_attempted_collapse_drain=True,
+                                context_base=(0, 0))
+                continue
+            if compacted is not None:
+                yield compacted[1]
+                state = rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY,
+                                messages=compacted[0], has_attempted_reactive_compact=True,
+                                has_attempted_collapse_drain=True, context_base=(0, 0))
+                continue
             events, messages = endings.close_failed(state.messages, response.blocks, executor)
             reason = (TerminalReason.PROMPT_TOO_LONG if info.code == "promptTooLong"
                       else TerminalReason.MODEL_ERROR)

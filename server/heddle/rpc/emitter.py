@@ -124,7 +124,7 @@ class TurnEmitter:
     def behind(self) -> bool:
         """The editor is not keeping up and this turn holds enough that it should pause."""
         return self._pressure.backed_up and (
-            self._size + self._queued_text >= PAUSE_CHARS or len(self._queue) >= PAUSE_EVENTS)
+            self.holding >= PAUSE_CHARS or len(self._queue) >= PAUSE_EVENTS)
 
     async def writable(self) -> None:
         """Return once this turn need not pause (at once if it need not).

@@ -45,10 +45,10 @@ class HeddleServer(LanguageServer):
         window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
         self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
         self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
-        self.state_sessions = sessions_dir(env.get("XDG_STATE_HOME"))
         self.model_settings = ModelSettings.from_env(env)
-        self.sessions = SessionRegistry(
-            None if env.get("HEDDLE_NO_TRANSCRIPTS") else sessions_dir(env.get("XDG_STATE_HOME")))
+        self.state_sessions = sessions_dir(env.get("XDG_STATE_HOME"))
+        self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
+                                        else self.state_sessions)
         self.tools = builtin_tools()
         self._models: dict[str, ModelCaller] = {}
         self.turn_deps = TurnDeps(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from heddle.tools import BUILTIN_TOOL_NAMES
 from heddle.tools.agent import Task
 from heddle.tools.base import Tool
 from heddle.tools.edits import MultiEdit, Write
@@ -16,6 +15,4 @@ from heddle.tools.todo import TodoWrite
 def builtin_tools() -> dict[str, Tool]:
     tools = (Read(), Glob(), Grep(), LS(), Edit(), MultiEdit(), Write(), Bash(), TodoWrite(),
              Task())
-    by_name = {t.name: t for t in tools}
-    assert tuple(by_name) == BUILTIN_TOOL_NAMES, "update heddle.tools.BUILTIN_TOOL_NAMES"
-    return by_name
+    return {t.name: t for t in tools}  # tests/unit/test_boot.py checks BUILTIN_TOOL_NAMES

@@ -12,7 +12,7 @@ from heddle.loop.events import Retry
 from heddle.loop.messages import TextBlock, ToolUseBlock, user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
-from heddle.model.retry import RetryPolicy
+from heddle.model.retry import RetryPolicy, parse_retry_after
 from heddle.model.types import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
@@ -62,6 +62,27 @@ async def test_retry_after_is_honoured(scripted):
     events = await collect(model(scripted), "s")
     assert time.monotonic() - started >= 0.4
     assert [e.delay_ms for e in events if isinstance(e, Retry)] == [400]
+
+
+async def test_retry_after_ms_wins_over_retry_after(scripted):
+    # the real API sends both with 429 and 529; milliseconds are the finer of the two
+    scripted.add_scenario("s", {"steps": [
+        {"fault": {"status": 529, "retryAfterMs": 300, "retryAfter": 2}},
+        {"fault": {"status": 429, "retryAfterMs": 120.5}}, HELLO]})
+    events = await collect(model(scripted), "s")
+    assert [e.delay_ms for e in events if isinstance(e, Retry)] == [300, 120]
+    first, second, third = scripted.requests_for("s")
+    assert 0.3 <= second.at - first.at < 2 and 0.12 <= third.at - second.at < 2
+
+
+@pytest.mark.parametrize("headers", [{"retryAfterMs": 1500}, {"retryAfter": 1.5}])
+async def test_a_retry_after_past_the_cap_fails_at_once(scripted, headers):
+    policy = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05, max_retry_after=1.0)
+    scripted.add_scenario("s", {"steps": [{"fault": {"status": 529, **headers}}, HELLO]})
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted, policy), "s")
+    assert err.value.info.code == "overloaded"
+    assert len(scripted.requests_for("s")) == 1
 
 
 async def test_retries_are_bounded(scripted):
@@ -139,6 +160,41 @@ async def test_no_key_and_no_endpoint_is_a_clear_error():
     m = clients.model(FAST, api_key=None, base_url=None)
     with pytest.raises(ModelError, match="ANTHROPIC_API_KEY is not set"):
         await collect(m, "s")
+
+
+def test_backoff_jitter_varies_within_its_range():
+    # delay n = min(max_delay, base_delay * 2^(n-1)) * a uniform factor in [0.75, 1]
+    policy = RetryPolicy(max_retries=10, base_delay=0.5, max_delay=4.0)
+    rand = random.Random(3)
+    for attempt in range(1, 8):
+        full = min(4.0, 0.5 * 2 ** (attempt - 1))
+        draws = [policy.delay(attempt, None, rand) for _ in range(40)]
+        assert all(0.75 * full <= d <= full for d in draws)
+        assert len(set(draws)) == len(draws)
+        assert min(draws) < 0.8 * full and max(draws) > 0.95 * full
+    assert [policy.delay(3, None, Fixed(r)) for r in (0.0, 0.5, 0.999)] == [
+        1.5, 1.75, 2.0 * (0.75 + 0.25 * 0.999)]
+
+
+class Fixed(random.Random):
+    """A random source that always draws `value`."""
+
+    def __init__(self, value: float):
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+def test_retry_after_headers_are_read_milliseconds_first():
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after-ms": "soon", "retry-after": "2"}) == 2.0
+    for odd in ({"retry-after-ms": "-5"}, {"retry-after": "nan"}, {},
+                {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}):  # then the usual backoff
+        assert parse_retry_after(odd) is None
+    assert parse_retry_after(None) is None
 
 
 def test_backoff_is_exponential_with_jitter_and_capped():

@@ -41,6 +41,16 @@ async def test_rate_limit_retry_after_header_is_visible(server: ScriptedServer, 
         await client.messages.create(model="s", max_tokens=100, messages=user("hi"))
     assert info.value.response.headers["retry-after"] == "0.05"
     assert info.value.response.headers["x-should-retry"] == "true"
+    assert "retry-after-ms" not in info.value.response.headers
+
+
+async def test_overload_retry_after_ms_header_is_visible(server: ScriptedServer, client):
+    server.add_scenario("s", {"steps": [{"fault": {"status": 529, "retryAfterMs": 250,
+                                                   "retryAfter": 1}}]})
+    with pytest.raises(anthropic.OverloadedError) as info:
+        await client.messages.create(model="s", max_tokens=100, messages=user("hi"))
+    assert info.value.response.headers["retry-after-ms"] == "250"
+    assert info.value.response.headers["retry-after"] == "1"
 
 
 async def test_fault_times_consumes_that_many_requests(server: ScriptedServer, client):

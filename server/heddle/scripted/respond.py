@@ -100,9 +100,10 @@ async def send_error(writer: asyncio.StreamWriter, status: int, message: str, *,
 
 def fault_headers(fault: Fault) -> list[tuple[str, str]]:
     headers = []
-    if fault.retry_after is not None:
-        value = fault.retry_after
-        headers.append(("retry-after", str(int(value)) if value == int(value) else repr(value)))
+    for name, value in (("retry-after", fault.retry_after),
+                        ("retry-after-ms", fault.retry_after_ms)):
+        if value is not None:
+            headers.append((name, str(int(value)) if value == int(value) else repr(value)))
     if fault.should_retry is not None:
         headers.append(("x-should-retry", "true" if fault.should_retry else "false"))
     return headers

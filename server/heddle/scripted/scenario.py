@@ -84,6 +84,8 @@ class Fault(_Spec):
 
     status: int | None = None
     retry_after: float | None = None
+    # Milliseconds; the `retry-after-ms` header the real API sends beside `retry-after`.
+    retry_after_ms: float | None = None
     should_retry: bool | None = None
     prompt_too_long: bool = False
     message: str | None = None

@@ -67,8 +67,8 @@ class SessionNewParams(Wire):
     system_prompt: str | None = None
     """Extra instructions appended to Heddle's system prompt. Omitted: none."""
     fallback_model: str | None = None
-    """Model to switch to when this one stays overloaded. Omitted: `HEDDLE_FALLBACK_MODEL`, else
-    no fallback."""
+    """Model to switch to when this one stays overloaded (no other error switches models).
+    Omitted: `HEDDLE_FALLBACK_MODEL`, else the settings' `fallback_model`, else no fallback."""
     thinking_budget: int | None = None
     """Extended thinking budget in tokens. Omitted: thinking off."""
     summary_model: str | None = None

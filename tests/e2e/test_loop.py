@@ -4,6 +4,8 @@ fallback, budgets, limits, interrupting and queued prompts, thinking, tool summa
 from __future__ import annotations
 
 import asyncio
+import socket
+from pathlib import Path
 
 from e2e import lsp
 from e2e.test_turns import new_session
@@ -71,6 +73,70 @@ async def test_fallback_model_takes_over_and_strips_thinking(client, scripted, w
     sent = scripted.requests_for("backup")[0].body["messages"]
     assert all(b["type"] != "thinking" for m in sent for b in m["content"])
     assert sent[1]["content"][0]["type"] == "tool_use"  # history kept, from the break point
+
+
+async def test_settings_fallback_model_applies_unless_the_environment_names_one(
+        client, scripted, workspace, daemon_env, daemon_command):
+    settings = Path(daemon_env["XDG_CONFIG_HOME"]) / "heddle" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('fallback_model = "from-settings"\n')
+    overloaded = {"fault": {"status": 529, "retryAfter": 0.01, "times": 5}}  # 1 call + 4 retries
+    scripted.add_scenario("primary", {"steps": [overloaded], "repeat": True})
+    for name in ("from-settings", "from-params", "from-env"):
+        scripted.add_scenario(name, {"steps": [{"content": [{"type": "text", "text": name}]}]})
+
+    sid = await new_session(client, workspace, "primary")
+    assert (await turn(client, sid)).get("text") == "from-settings"
+    sid = await new_session(client, workspace, "primary", fallbackModel="from-params")
+    assert (await turn(client, sid)).get("text") == "from-params"
+    assert [f["toModel"] for f in client.turn_events("modelFallback")] == [
+        "from-settings", "from-params"]
+
+    env = await lsp.start(dict(daemon_env, HEDDLE_FALLBACK_MODEL="from-env"), daemon_command)
+    try:
+        sid = await new_session(env, workspace, "primary")
+        assert (await turn(env, sid)).get("text") == "from-env"
+    finally:
+        await lsp.stop(env)
+    assert len(scripted.requests_for("primary")) == 15
+
+
+async def test_only_an_overloaded_model_falls_back(client, scripted, workspace):
+    scripted.add_scenario("backup", {"steps": [DONE], "repeat": True})
+    faults = {
+        "bad-request": ({"status": 400}, "invalidRequest", 1),
+        "no-auth": ({"status": 401}, "authentication", 1),
+        "server-error": ({"status": 500, "retryAfter": 0.01, "times": 5}, "serverError", 5),
+        "broke-mid-answer": ({"errorEvent": "api_error", "afterEvents": 6}, "serverError", 1)}
+    for name, (fault, code, calls) in faults.items():
+        scripted.add_scenario(name, {"steps": [{"content": [{"type": "text", "text": "partial "
+                                                             "answer"}], "chunk": 2,
+                                                "fault": fault}]})
+        sid = await new_session(client, workspace, name, fallbackModel="backup")
+        result = await turn(client, sid)
+        assert (result["reason"], result.get("error", {}).get("code")) == ("modelError", code)
+        assert len(scripted.requests_for(name)) == calls
+    assert client.turn_events("modelFallback") == []
+    assert {c["model"] for c in client.turn_events("modelCall")} == set(faults)
+    assert scripted.requests_for("backup") == []
+
+
+async def test_a_model_that_cannot_be_reached_does_not_fall_back(daemon_env, daemon_command,
+                                                                  workspace):
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = await lsp.start(dict(daemon_env, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}"),
+                        daemon_command)
+    try:
+        sid = await new_session(c, workspace, "primary", fallbackModel="backup")
+        result = await turn(c, sid)  # five attempts, about 6.6 s of backoff
+    finally:
+        await lsp.stop(c)
+    assert (result["reason"], result.get("error", {}).get("code")) == ("modelError", "connection")
+    assert [r["attempt"] for r in c.turn_events("retry")] == [1, 2, 3, 4]
+    assert c.turn_events("modelFallback") == []
+    assert [m["model"] for m in c.turn_events("modelCall")] == ["primary"]
 
 
 async def test_fallback_mid_stream_discards_the_partial_response(client, scripted, workspace):

@@ -73,7 +73,8 @@ def register(server: HeddleServer) -> None:
         settings = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
         options = SessionOptions(
-            fallback_model=p.fallback_model or server.fallback_model,
+            fallback_model=(p.fallback_model or server.fallback_model
+                            or settings.settings.fallback_model),
             thinking_budget=p.thinking_budget,
             summary_model=p.summary_model or server.summary_model,
             compact_model=p.compact_model or server.compact_model)

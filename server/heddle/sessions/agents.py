@@ -9,7 +9,7 @@ import anyio
 
 from heddle.loop import events as ev
 from heddle.loop.deps import LoopDeps
-from heddle.loop.events import CoreEvent, TerminalReason
+from heddle.loop.events import CoreEvent, Terminal, TerminalReason
 from heddle.loop.messages import tool_uses, user_text
 from heddle.loop.query import QueryParams, drive, query
 from heddle.tools.agent import AGENT_MAX_TURNS, AGENT_TOOLS
@@ -53,8 +53,21 @@ def agent_runner(params: QueryParams, context: Callable[..., ToolContext],
         summary = f"{calls} tool call{'' if calls == 1 else 's'}, {spent:,} tokens"
         if terminal.reason is TerminalReason.COMPLETED and terminal.text.strip():
             return ToolOutput(terminal.text, summary)
-        why = terminal.error.message if terminal.error else terminal.reason.value
-        return ToolOutput(f"The sub-agent stopped before answering ({why}).", summary,
+        return ToolOutput(f"The sub-agent stopped before answering: {why(terminal)}.", summary,
                           is_error=True)
 
     return run_agent
+
+
+def why(terminal: Terminal) -> str:
+    """Why a sub-agent ended without an answer, for the parent model to read."""
+    reason, error = terminal.reason, terminal.error
+    if reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS):
+        return "the user cancelled the turn"
+    if reason is TerminalReason.MAX_TURNS:
+        return f"it reached its limit of {AGENT_MAX_TURNS} model calls"
+    if reason in (TerminalReason.MODEL_ERROR, TerminalReason.PROMPT_TOO_LONG) and error:
+        return f"its model call failed ({error.message})"
+    if error is not None:
+        return error.message
+    return "it ended without writing a report"

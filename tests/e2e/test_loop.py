@@ -290,3 +290,23 @@ async def test_prompt_too_long_collapses_older_rounds_first(client, scripted, wo
     retried = scripted.requests_for("s")[-1].body["messages"]
     assert "Read app.py twice" in retried[0]["content"][-1]["text"]
     assert len(retried) < len(scripted.requests_for("s")[6].body["messages"])
+
+
+async def test_collapse_is_tried_once_then_the_whole_history_is_compacted(client, scripted,
+                                                                          workspace):
+    too_long = {"fault": {"status": 400, "promptTooLong": True}}
+    collapsed = {"content": [{"type": "text", "text": "Read app.py once."}]}
+    compacted = {"content": [{"type": "text", "text": "Goal: look at app.py."}]}
+    # still too long after the collapse: there are rounds left to collapse, but the second
+    # recovery step is the full compaction
+    scripted.add_scenario("s", {"steps": [READ] * 6 + [too_long, collapsed, too_long,
+                                                       compacted, DONE]})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed" and result["text"] == "Done."
+    assert result["transitions"] == ["next_turn"] * 6 + ["collapse_drain_retry",
+                                                         "reactive_compact_retry"]
+    assert [c["layer"] for c in client.turn_events("compaction")] == ["collapse", "reactive"]
+    assert client.turn_events("error") == []
+    retried = scripted.requests_for("s")[-1].body["messages"]
+    assert "Goal: look at app.py." in retried[0]["content"][0]["text"]

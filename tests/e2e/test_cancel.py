@@ -82,6 +82,62 @@ async def test_cancel_request_resolves_turn_as_cancelled(client, scripted, works
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "streaming")
 
 
+async def test_cancel_request_during_a_tool_cancels_the_turn(client, scripted, workspace):
+    # pygls on its own would cancel the request's task: the loop would close the conversation,
+    # but the tool's task, not in that task's cancel scope, would run on (here 60 s)
+    command = "sleep 60 & echo $! > child.pid; wait"
+    scripted.add_scenario("t", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        AFTER]})
+    sid = await new_session(client, workspace, "t", permissionMode="bypassPermissions")
+    turn = asyncio.ensure_future(client.protocol.send_request_async(
+        "turn/start", {"sessionId": sid, "prompt": "go"}, msg_id="turn-7"))
+    child = int(await wait_for_file(workspace / "child.pid"))
+    client.protocol.notify("$/cancelRequest", lsp_types.CancelParams(id="turn-7"))
+    result = await asyncio.wait_for(turn, 10)
+    assert (result["reason"], result["cancelPhase"]) == ("cancelled", "tools")
+    assert await all_dead([child])
+    (finished,) = client.turn_events("toolCallFinished")
+    assert finished["status"] == "cancelled"
+    follow = await client.call("turn/start", {"sessionId": sid, "prompt": "and now?"})
+    assert follow["reason"] == "completed"
+
+
+async def test_turn_cancel_for_another_turn_leaves_the_running_turn_alone(client, scripted,
+                                                                          workspace):
+    quick = {"content": [{"type": "text", "text": "Hi."}]}
+    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo ran"}}]}
+    scripted.add_scenario("s", {"steps": [quick, bash, AFTER, bash, AFTER]})
+    asked: asyncio.Queue = asyncio.Queue()
+
+    async def hold(params):  # the turn waits here until the test answers
+        answer = asyncio.get_running_loop().create_future()
+        await asyncio.wait_for(asked.put((params["turnId"], answer)), 10)
+        return await answer
+
+    client.answer = hold
+    sid = await new_session(client, workspace, "s")
+    earlier = (await client.call("turn/start", {"sessionId": sid, "prompt": "hi"}))["turnId"]
+
+    turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    running, answer = await asyncio.wait_for(asked.get(), 10)
+    for other in (earlier, "no-such-turn"):
+        client.protocol.notify("turn/cancel", {"sessionId": sid, "turnId": other})
+    await client.call("session/list", {})  # the notifications before it have been handled
+    if not answer.done():  # (a cancelled turn has withdrawn its question)
+        answer.set_result({"decision": "allowOnce"})
+    result = await asyncio.wait_for(turn, 10)
+    assert (result["turnId"], result["reason"], result.get("text")) == (
+        running, "completed", "Continuing.")
+
+    turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    running, answer = await asyncio.wait_for(asked.get(), 10)
+    client.protocol.notify("turn/cancel", {"sessionId": sid, "turnId": running})
+    result = await asyncio.wait_for(turn, 10)
+    assert (result["turnId"], result["reason"]) == (running, "cancelled")
+    answer.cancel()
+
+
 async def test_cancel_while_permission_pending(client, scripted, workspace):
     scripted.add_scenario("p", {"steps": [
         {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch ran"}}]},

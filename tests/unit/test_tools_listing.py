@@ -53,6 +53,12 @@ async def test_glob_pattern_is_relative_to_path(ctx):
         await run(Glob(), ctx, pattern="*", path="nope")
 
 
+async def test_glob_never_lists_the_git_folder(ctx):
+    everything = (await run(Glob(), ctx, pattern="**/*")).content.splitlines()
+    assert not [f for f in everything if f.startswith(".git/")]
+    assert {".gitignore", "README.md", "src/app.py"} <= set(everything)
+
+
 async def test_ls_lists_one_folder(ctx):
     (ctx.workspace / "link").symlink_to("src/app.py")
     out = await run(LS(), ctx)
@@ -70,6 +76,46 @@ async def test_ls_errors(ctx):
         await run(LS(), ctx, path="README.md")
     with pytest.raises(ToolError, match="does not exist"):
         await run(LS(), ctx, path="nope")
+
+
+@pytest.fixture
+def loops(ctx: ToolContext) -> ToolContext:
+    """The workspace with symlink loops (one link to itself, two to each other), a dangling
+    link and a link to a folder at its root."""
+    ws = ctx.workspace
+    (ws / "self").symlink_to("self")
+    (ws / "ping").symlink_to("pong")
+    (ws / "pong").symlink_to("ping")
+    (ws / "gone").symlink_to("missing.txt")
+    (ws / "code").symlink_to("src")
+    return ctx
+
+
+async def test_ls_lists_symlink_loops_as_broken_links(loops):
+    out = await run(LS(), loops)
+    assert out.content.splitlines() == [
+        ".github/", "build/", "code -> src", "src/", ".gitignore  (7 B)", "README.md  (7 B)",
+        "gone -> missing.txt  (broken link)", "ping -> pong  (broken link)",
+        "pong -> ping  (broken link)", "self -> self  (broken link)"]
+    assert out.summary == "10 entries"
+
+
+async def test_glob_and_grep_walk_past_symlink_loops(loops):
+    files = await run(Glob(), loops, pattern="**/*.{py,md}")
+    assert sorted(files.content.splitlines()) == [
+        "README.md", "src/app.py", "src/util/helper.py", "src/util/notes.md"]
+    found = await run(Grep(), loops, pattern="helper", output_mode="files_with_matches")
+    assert sorted(found.content.splitlines()) == ["src/app.py", "src/util/helper.py",
+                                                  "src/util/notes.md"]
+
+
+@pytest.mark.parametrize("tool,raw", [(LS(), {}), (Glob(), {"pattern": "*"}),
+                                      (Grep(), {"pattern": "x"})])
+@pytest.mark.parametrize("path", ["self", "ping", "ping/inside"])
+async def test_a_path_through_a_symlink_loop_is_a_clear_error(loops, tool, raw, path):
+    with pytest.raises(ToolError, match=f"^{path} cannot be used: its symbolic links form a "
+                                        "loop$"):
+        await run(tool, loops, path=path, **raw)
 
 
 async def test_grep_context_glob_count_and_case(ctx):

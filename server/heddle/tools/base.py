@@ -65,7 +65,10 @@ class ToolContext:
         path = Path(os.path.expanduser(raw))
         if not path.is_absolute():
             path = self.workspace / path
-        resolved = path.resolve()
+        try:
+            resolved = path.resolve()
+        except (RuntimeError, OSError):  # RuntimeError: Python < 3.13's "Symlink loop from"
+            raise ToolError(f"{raw} cannot be used: its symbolic links form a loop") from None
         root = self.workspace.resolve()
         saved = self.results_dir is not None and self.results_dir.resolve() in resolved.parents
         if resolved != root and root not in resolved.parents and not saved \

@@ -56,9 +56,11 @@ class Glob:
         if pattern.startswith(f"{root}/"):
             pattern = pattern[len(str(root)):]
         # ripgrep matches globs relative to its working directory, so it runs in the root, and
-        # the leading / anchors the pattern there (*.py: this folder only, as a shell would)
+        # the leading / anchors the pattern there (*.py: this folder only, as a shell would).
+        # Of the globs that match, the last one given wins: `!.git` goes after the pattern so
+        # that `**/*` cannot bring the .git folder back.
         args = [ripgrep(), "--files", "--hidden", "--no-require-git", "--no-messages",
-                "--glob", "!.git", "--glob", "/" + pattern.lstrip("/")]
+                "--glob", "/" + pattern.lstrip("/"), "--glob", "!.git"]
         result = await anyio.run_process(args, cwd=str(root), check=False,
                                          stdin=subprocess.DEVNULL)
         if result.returncode not in (0, 1):
@@ -92,8 +94,9 @@ class LSInput(msgspec.Struct, forbid_unknown_fields=True):
 class LS:
     name: ClassVar[str] = "LS"
     description: ClassVar[str] = (
-        "List one folder: sub-folders end with `/`, symlinks show their target, files show "
-        "their size. The .git folder is left out. Use Glob to find files at any depth.")
+        "List one folder: sub-folders end with `/`, symlinks show their target (and say when "
+        "it is missing or a loop: broken link), files show their size. The .git folder is left "
+        "out. Use Glob to find files at any depth.")
     input_type = LSInput
     concurrency_safe = True
     read_only = True
@@ -119,7 +122,7 @@ class LS:
             with os.scandir(inp.path) as it:
                 entries = sorted((e for e in it if e.name != ".git"
                                   and not any(fnmatch.fnmatch(e.name, g) for g in inp.ignore)),
-                                 key=lambda e: (not e.is_dir(), e.name))
+                                 key=lambda e: (not _is_dir(e), e.name))
         except FileNotFoundError:
             raise ToolError(f"{inp.path} does not exist") from None
         except NotADirectoryError:
@@ -134,12 +137,24 @@ class LS:
         return ToolOutput("\n".join(lines), f"{len(entries)} entries")
 
 
+def _is_dir(entry: os.DirEntry) -> bool:
+    """A folder, or a link to one; False for a link in a loop (stat fails with ELOOP, which
+    `is_dir` raises: it only treats a missing target as "not a folder")."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _describe(entry: os.DirEntry) -> str:
     if entry.is_symlink():
         try:
-            return f"{entry.name} -> {os.readlink(entry.path)}"
+            target = os.readlink(entry.path)
         except OSError:
-            return f"{entry.name} -> ?"
+            target = "?"
+        # exists() follows the link: False for a missing target and for a loop
+        broken = "" if os.path.exists(entry.path) else "  (broken link)"
+        return f"{entry.name} -> {target}{broken}"
     if entry.is_dir():
         return entry.name + "/"
     try:

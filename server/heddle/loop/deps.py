@@ -1,4 +1,5 @@
-"""The loop's injectable dependencies: four narrow seams and nothing else."""
+"""The loop's injectable dependencies: five narrow seams (the model caller, the compactor, the
+microcompactor, the id generator, the stop hooks) and nothing else."""
 
 from __future__ import annotations
 

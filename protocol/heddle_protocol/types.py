@@ -238,6 +238,11 @@ class CommandPreview(Wire, tag="command", tag_field="kind"):
 Preview = DiffPreview | CommandPreview
 
 PermissionDecision = Literal["allowOnce", "allowAlways", "reject"]
+"""What the user answers to a `permission/request`."""
+
+PermissionOutcome = Literal["allowOnce", "allowAlways", "reject", "cancelled"]
+"""How a permission question ended (`permissionAnswered`): the user's decision, or
+`cancelled` when the turn was cancelled while the prompt was open."""
 
 RuleKind = Literal["allow", "deny", "ask"]
 """`allow`: runs without asking; `deny`: refused, whatever else applies; `ask`: always asks."""

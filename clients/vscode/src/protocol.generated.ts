@@ -95,7 +95,7 @@ export interface ModelFallbackEvent {
 export interface PermissionAnsweredEvent {
   kind: "permissionAnswered";
   toolCallId: string;
-  decision: "allowAlways" | "allowOnce" | "reject";
+  decision: "allowAlways" | "allowOnce" | "cancelled" | "reject";
   rule?: string | null;
   reason?: string | null;
   scope?: "project" | "session" | "user" | null;

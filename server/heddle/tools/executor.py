@@ -199,8 +199,15 @@ class ToolExecutor:
             preview = await tool.preview(inp, self.ctx)
             title = tool.title(inp, self.ctx)
             self.ctx.emit(PermissionAsked(block.id, title, preview))
-            answer = await self.asker(PermissionPrompt(
-                block.id, tool.name, msgspec.to_builtins(inp), title, preview, rule))
+            try:
+                answer = await self.asker(PermissionPrompt(
+                    block.id, tool.name, msgspec.to_builtins(inp), title, preview, rule))
+            except anyio.get_cancelled_exc_class():
+                # the turn ends with the prompt open: it still gets its answer, before the
+                # call's toolCallFinished
+                self.ctx.emit(PermissionAnswered(block.id, "cancelled",
+                                                 reason="the turn was cancelled"))
+                raise
             saved = scope = note = None
             if answer.decision == "allowAlways":
                 saved, scope, note = self._keep(answer.rule or rule, answer.scope or "session")

@@ -62,6 +62,9 @@ SPELLINGS = [
     "link-to-settings/settings.toml",  # a symlink into .heddle
     "{ws}/.heddle/settings.toml",
     "src/.heddle/settings.toml",       # the project settings of a folder opened on its own
+    ".vscode/settings.json",           # the extension reads heddle.permissionMode from there
+    "src/.VSCode/settings.json",
+    "app.code-workspace",
 ]
 
 
@@ -133,6 +136,7 @@ BASH_ROUTES = [
     "cat x > \"$XDG_CONFIG_HOME/heddle/settings.toml\"",
     "heddle trust --yes",
     "python -m heddle trust -y -w .",
+    "cp /tmp/x .vscode/settings.json",
 ]
 
 

@@ -8,13 +8,15 @@ hook or "allow always" can approve it in advance. Protected:
 - any folder named `.heddle` (compared case-insensitively, since some file systems are), so
   every project's settings, at any depth;
 - the user's config folder, `$XDG_CONFIG_HOME/heddle` and `~/.config/heddle` (settings, trust);
+- the editor settings the VS Code extension reads Heddle's settings from (`.vscode/settings.json`,
+  `*.code-workspace`: the daemon command, its environment, the permission mode);
 - where those folders really are, when they are symlinks;
 - the files named in the session's hook commands (`./scripts/check.sh`).
 
 Paths are compared after the tools resolved them (`..` and symlinks gone). A shell command is
 opaque, so Bash gets a tripwire instead: a command that mentions `heddle` (its folders, the
-`heddle trust` command, `HEDDLE_` variables), `XDG_CONFIG_HOME`, a protected folder's real path
-or a hook script's name asks. A command can still write these files without naming them.
+`heddle trust` command, `HEDDLE_` variables), `XDG_CONFIG_HOME`, `.vscode`, `.code-workspace`,
+a protected folder's real path or a hook script's name asks. A command can still write these files without naming them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ class Protected:
 
     def covers(self, path: Path) -> bool:
         text = str(path).casefold()
-        if HEDDLE_DIR in text.split("/"):
+        parts = text.split("/")
+        if HEDDLE_DIR in parts or parts[-2:] == [".vscode", "settings.json"] \
+                or parts[-1].endswith(".code-workspace"):
             return True
         return any(text == root or text.startswith(root + "/") for root in self.roots)
 
@@ -54,7 +58,8 @@ def protected(workspace: Path, files: SettingsFiles | None, hooks: HookSettings)
         folders.append(files.user.parent)
     scripts = hook_scripts(hooks, workspace)
     roots = {form for path in folders + scripts for form in _forms(path)}
-    words = {"heddle", "xdg_config_home"} | {os.path.realpath(p).casefold() for p in folders}
+    words = {"heddle", "xdg_config_home", ".vscode", ".code-workspace"}
+    words |= {os.path.realpath(p).casefold() for p in folders}
     inside = str(workspace.resolve()).casefold() + "/"
     # a script elsewhere (`/usr/bin/python3`) is out of the tools' reach; naming it is no sign
     words |= {p.name.casefold() for p in scripts if os.path.realpath(p).casefold().startswith(inside)}

@@ -30,3 +30,5 @@ class ErrorCode(enum.IntEnum):
     """`session/compact` could not summarise the session (nothing to compact, or it failed)."""
     TRANSCRIPT_UNREADABLE = -32013
     """The session's transcript cannot be loaded (e.g. written by a newer Heddle)."""
+    SETTINGS_CHANGED = -32015
+    """`workspace/trust` was asked to trust content the project settings file no longer has."""

@@ -6,7 +6,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle_protocol.types import (CancelPhase, ErrorInfo, PermissionDecision, Preview,
+from heddle_protocol.types import (CancelPhase, ErrorInfo, PermissionOutcome, Preview,
                                    RuleScope, TerminalReason, Usage, Wire)
 
 
@@ -65,13 +65,18 @@ class PermissionAskedEvent(Ev, tag="permissionAsked"):
 
 
 class PermissionAnsweredEvent(Ev, tag="permissionAnswered"):
+    """Follows every `permissionAsked` (before the call's `toolCallFinished`), and every call
+    the daemon refuses without asking."""
+
     tool_call_id: str
-    decision: PermissionDecision
+    decision: PermissionOutcome
+    """`cancelled`: the turn was cancelled while the prompt was open."""
     rule: str | None = None
     """With `allowAlways`: the rule saved."""
     reason: str | None = None
     """Set when the daemon decided without asking (a rule, the mode, a hook, no client
-    support, a timeout), or when an `allowAlways` rule was not kept as asked."""
+    support, a timeout, a cancelled turn), or when an `allowAlways` rule was not kept as
+    asked."""
     scope: RuleScope | None = None
     """With `allowAlways`: where the rule was kept."""
 

@@ -63,6 +63,9 @@ METHODS: tuple[Method, ...] = (
     Method("rules/revoke", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
            t.RulesRevokeParams, t.RulesRevokeResult,
            "Remove permission rules from a session (and their settings file)."),
+    Method("workspace/trust", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.WorkspaceTrustParams, t.WorkspaceTrustResult,
+           "Trust a workspace's project settings as they are, so what they widen applies."),
 )
 
 _BY_NAME = {m.name: m for m in METHODS}

@@ -79,6 +79,18 @@ class SessionNewParams(Wire):
     session's model."""
 
 
+class UntrustedSettings(Wire):
+    """Project settings that would widen permissions, ignored until the user trusts them."""
+
+    settings_file: str
+    """Absolute path of `<workspace>/.heddle/settings.toml`."""
+    sha256: str
+    """Of the file's content as read; pass it to `workspace/trust` to trust exactly that."""
+    ignored: list[str]
+    """What the file would enable, one line each: `allow rule Bash(make:*)`,
+    `permission mode bypassPermissions`, ``PreToolUse hook `./check.sh` ``."""
+
+
 class SessionNewResult(Wire):
     session_id: str
     workspace: str
@@ -86,6 +98,9 @@ class SessionNewResult(Wire):
     permission_mode: PermissionMode
     warnings: list[str] = []
     """Problems in the settings files; the settings concerned were ignored. Omitted: none."""
+    untrusted_settings: UntrustedSettings | None = None
+    """Set when the project settings are not trusted, so what they would widen is ignored (a
+    `window/showMessage` warning says so too). Omitted: nothing was ignored for want of trust."""
 
 
 class SessionListParams(Wire):
@@ -126,7 +141,10 @@ class SessionLoadResult(Wire):
     turns: int
     title: str
     warnings: list[str] = []
-    """What was repaired or skipped (a truncated last line, tool calls cut off by a crash)."""
+    """What was repaired or skipped (a truncated last line, tool calls cut off by a crash), and
+    problems in the settings files. Omitted: none."""
+    untrusted_settings: UntrustedSettings | None = None
+    """As in `session/new`. Omitted: nothing was ignored for want of trust."""
 
 
 class SessionCompactParams(Wire):
@@ -238,6 +256,11 @@ class CommandPreview(Wire, tag="command", tag_field="kind"):
 Preview = DiffPreview | CommandPreview
 
 PermissionDecision = Literal["allowOnce", "allowAlways", "reject"]
+"""What the user answers to a `permission/request`."""
+
+PermissionOutcome = Literal["allowOnce", "allowAlways", "reject", "cancelled"]
+"""How a permission question ended (`permissionAnswered`): the user's decision, or
+`cancelled` when the turn was cancelled while the prompt was open."""
 
 RuleKind = Literal["allow", "deny", "ask"]
 """`allow`: runs without asking; `deny`: refused, whatever else applies; `ask`: always asks."""
@@ -275,6 +298,27 @@ class PermissionRequestResult(Wire):
     """With `reject`: told to the model as the tool result. Omitted: a generic refusal."""
     scope: RuleScope | None = None
     """With `allowAlways`: where to keep the rule. Omitted: `session`."""
+
+
+# --- workspace trust --------------------------------------------------------------------------
+
+class WorkspaceTrustParams(Wire):
+    workspace: str
+    """Absolute path of the workspace folder whose `.heddle/settings.toml` to trust."""
+    sha256: str | None = None
+    """Trust only if the file still has this content (from `untrustedSettings.sha256`); else
+    error `-32015`. Omitted: trust the file as it is now."""
+
+
+class WorkspaceTrustResult(Wire):
+    settings_file: str
+    """Absolute path of the project settings file."""
+    sha256: str | None = None
+    """Of the content now trusted. Omitted: there is no project settings file (nothing to
+    trust)."""
+    enables: list[str] = []
+    """What the trust applies that was ignored before, one line each. Omitted: nothing (the
+    file only narrows permissions, or does not exist)."""
 
 
 # --- rules ------------------------------------------------------------------------------------

@@ -111,7 +111,8 @@ def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> No
 async def _ask_user(renderer: Renderer, params: dict[str, Any]) -> dict[str, Any]:
     show_request(renderer, params, "? Allow")
     rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
-    question = f"  [y] allow once  [a] always allow {rule}  [n] reject > "
+    always = f"  [a] always allow {rule}" if rule else ""  # none for Heddle's own settings
+    question = f"  [y] allow once{always}  [n] reject > "
     loop = asyncio.get_running_loop()
     while True:
         renderer.out.write(question)
@@ -129,7 +130,7 @@ async def _ask_user(renderer: Renderer, params: dict[str, Any]) -> dict[str, Any
         if choice in ("y", "yes"):
             renderer.at_line_start = True
             return {"decision": "allowOnce"}
-        if choice in ("a", "always"):
+        if rule and choice in ("a", "always"):
             renderer.at_line_start = True
             return {"decision": "allowAlways", "rule": rule}
 
@@ -153,8 +154,14 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ)
     conn.on_notification("turn/event", lambda params: renderer.event(params))
     errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
-    conn.on_notification("window/showMessage", lambda params: params.get("type") == 1
-                         and errors.append(str(params.get("message"))))
+
+    def show_message(params: dict[str, Any]) -> None:
+        if params.get("type") == 1:
+            errors.append(str(params.get("message")))
+        elif params.get("type") == 2:  # a warning, such as untrusted project settings
+            print(f"heddle: warning: {params.get('message')}", file=sys.stderr)
+
+    conn.on_notification("window/showMessage", show_message)
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         if args.yes:

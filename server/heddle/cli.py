@@ -1,4 +1,5 @@
-"""The `heddle` command: serve (the stdio daemon), ask (a terminal client), demo, version."""
+"""The `heddle` command: serve (the stdio daemon), ask (a terminal client), trust (a
+workspace's settings), demo, version."""
 
 from __future__ import annotations
 
@@ -45,8 +46,10 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the daemon over stdio (JSON-RPC, LSP framing)")
     serve.add_argument("--stdio", action="store_true", help="accepted for editor clients; stdio is the only transport")
-    from heddle import ask, demo
+    from heddle import ask, demo, trust_command
     ask.add_arguments(sub.add_parser("ask", help="ask the agent from the terminal"))
+    trust_command.add_arguments(sub.add_parser(
+        "trust", help="review a workspace's .heddle/settings.toml and trust it"))
     demo.add_arguments(sub.add_parser("demo", help="watch a real multi-step turn on a sample project, no API key needed"))
     return p
 
@@ -72,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "ask":
         from heddle import ask
         return ask.run(args)
+    if args.command == "trust":
+        from heddle import trust_command
+        return trust_command.run(args)
     if args.command == "demo":
         from heddle import demo
         return demo.run(args)

@@ -8,6 +8,11 @@ concatenated, user first, and each rule remembers the file it came from. A file 
 be read or parsed is ignored; a setting with the wrong type is ignored on its own (a bad hook
 does not cost the deny rules next to it). Every problem is logged and returned as a warning;
 nothing here raises.
+
+What in the project file widens permissions (allow rules, a more permissive mode than the
+user's, hooks, `pass_env`) applies only once the user has trusted that exact content
+(`heddle.permissions.trust`); until then it is ignored with a warning. What only narrows
+(deny and ask rules, a stricter mode) and the model settings apply at once.
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ from typing import Any, Literal, Mapping, TypeVar, get_args, get_origin
 
 import msgspec
 
+from heddle.permissions import trust_store
 from heddle.permissions.rules import RuleError, check_rule
 
 log = logging.getLogger(__name__)
 
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
+MODE_RANK: dict[str, int] = {"plan": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
+"""From the strictest mode to the most permissive."""
 DEFAULT_HOOK_TIMEOUT = 60.0
 
 
@@ -84,6 +92,32 @@ class SettingsFiles:
     def for_scope(self, scope: str) -> Path | None:
         return {"user": self.user, "project": self.project}.get(scope)
 
+    @property
+    def trust(self) -> Path:
+        """The record of trusted project settings, beside the user settings."""
+        return self.user.parent / trust_store.TRUST_FILE
+
+
+@dataclass(frozen=True)
+class Untrusted:
+    """Project settings that would widen permissions, ignored until the user trusts them."""
+
+    file: Path
+    sha256: str
+    """Of the file's content as read: what `workspace/trust` may be asked to confirm."""
+    ignored: list[str]
+    """What they would enable, one line each."""
+
+    @property
+    def message(self) -> str:
+        """The warning: what is ignored, and how to trust it."""
+        shown = [_short(line) for line in self.ignored[:8]]
+        more = len(self.ignored) - len(shown)
+        listed = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        return (f"{self.file} is not trusted, so Heddle ignores what it would enable: {listed}. "
+                f"Check the file, then trust it with `heddle trust -w {self.file.parent.parent}` "
+                "(deny rules, ask rules and a stricter mode from it apply already).")
+
 
 @dataclass(frozen=True)
 class LoadedSettings:
@@ -91,14 +125,21 @@ class LoadedSettings:
     """User and project merged: what the session runs with."""
     user: Settings
     project: Settings
+    """What applies of the project file: all of it once trusted, else only what narrows."""
     files: SettingsFiles
     warnings: list[str] = field(default_factory=list)
+    untrusted: Untrusted | None = None
+    """Set when part of the project file is ignored because it is not trusted."""
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "heddle"
 
 
 def user_settings_path(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "heddle" / "settings.toml"
+    return config_dir(environ) / "settings.toml"
 
 
 def project_settings_path(workspace: Path) -> Path:
@@ -111,19 +152,41 @@ def load_settings(workspace: Path | None, environ: Mapping[str, str] | None = No
                           project_settings_path(workspace) if workspace is not None else None)
     warnings: list[str] = []
     user = read_file(files.user, warnings)
-    project = read_file(files.project, warnings) if files.project else Settings()
+    project, untrusted = Settings(), None
+    if workspace is not None and files.project is not None:
+        data = read_bytes(files.project, warnings)
+        if data is not None:  # parsed from the very bytes whose digest is checked
+            project = parse_settings(data, files.project, warnings)
+            ignored = widening(project, user)
+            if ignored and trust_store.trusted_digest(files.trust, workspace) != trust_store.digest(data):
+                untrusted = Untrusted(files.project, trust_store.digest(data), ignored)
+                project = narrowed(project, user)
+                warnings.append(untrusted.message)
     for warning in warnings:
         log.warning("settings: %s", warning)
-    return LoadedSettings(merge(user, project), user, project, files, warnings)
+    return LoadedSettings(merge(user, project), user, project, files, warnings, untrusted)
+
+
+def read_bytes(path: Path, warnings: list[str]) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warnings.append(f"cannot read {path}: {exc}; using the defaults instead")
+        return None
 
 
 def read_file(path: Path, warnings: list[str]) -> Settings:
     """One settings file; missing → defaults; every problem → a warning and that part ignored."""
+    data = read_bytes(path, warnings)
+    return Settings() if data is None else parse_settings(data, path, warnings)
+
+
+def parse_settings(raw: bytes, path: Path, warnings: list[str]) -> Settings:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Settings()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         warnings.append(f"cannot read {path}: {exc}; using the defaults instead")
         return Settings()
     try:
@@ -211,3 +274,34 @@ def merge(user: Settings, project: Settings) -> Settings:
                            post_tool_use=uh.post_tool_use + ph.post_tool_use,
                            stop=uh.stop + ph.stop),
         tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env))
+
+
+# --- trust ------------------------------------------------------------------------------------
+
+def _widens_mode(mode: PermissionMode | None, user: Settings) -> bool:
+    return mode is not None and MODE_RANK[mode] > MODE_RANK[user.permissions.mode or "default"]
+
+
+def widening(project: Settings, user: Settings) -> list[str]:
+    """What the project settings would enable beyond the user's: one line each, empty if they
+    only narrow."""
+    p, h = project.permissions, project.hooks
+    out = [f"permission mode {p.mode}"] if _widens_mode(p.mode, user) else []
+    out += [f"allow rule {rule}" for rule in p.allow]
+    for event, hooks in (("PreToolUse", h.pre_tool_use), ("PostToolUse", h.post_tool_use),
+                         ("Stop", h.stop)):
+        out += [f"{event} hook `{' '.join(hook.command.split())}`" for hook in hooks]
+    out += [f"tools see the secret {name}" for name in project.tools.pass_env]
+    return out
+
+
+def narrowed(project: Settings, user: Settings) -> Settings:
+    """Only what cannot widen permissions: the models, deny and ask rules, a stricter mode."""
+    p = project.permissions
+    return Settings(model=project.model, fallback_model=project.fallback_model,
+                    permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
+                                                   else p.mode, deny=p.deny, ask=p.ask))
+
+
+def _short(line: str, limit: int = 100) -> str:
+    return line if len(line) <= limit else line[:limit - 1] + "…"

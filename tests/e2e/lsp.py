@@ -81,3 +81,8 @@ def seqs_contiguous(client: HeddleTestClient) -> bool:
     for e in client.events:
         by_turn[e["turnId"]].append(e["seq"])
     return all(s == list(range(len(s))) for s in by_turn.values())
+
+
+async def trust(client: HeddleTestClient, workspace) -> dict:
+    """Trust the workspace's project settings as they are now (`workspace/trust`)."""
+    return await client.call("workspace/trust", {"workspace": str(workspace)})

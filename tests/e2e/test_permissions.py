@@ -187,6 +187,7 @@ command = "echo 'run the formatter next' >&2; exit 2"
 
 async def test_hooks_allow_deny_and_modify(client, scripted, workspace):
     write_settings(workspace / ".heddle/settings.toml", HOOKS.format(python=sys.executable))
+    await lsp.trust(client, workspace)
     scripted.add_scenario("hooks", steps(
         tool("Bash", command="rm app.py"), tool("Bash", command="echo hello"),
         tool("Write", path="notes.txt", content="quiet words\n")))
@@ -256,11 +257,12 @@ def test_terminal_client_applies_settings(env, scripted, workspace):
                                        tool("Write", path="x.txt", content="x")))
     scripted.add_scenario("plan", steps(tool("Write", path="y.txt", content="y")))
 
-    def heddle(*args):
-        return subprocess.run([sys.executable, "-m", "heddle", "ask", "-w", str(workspace), *args],
-                              env=env, capture_output=True, text=True, timeout=60,
+    def heddle(*args, command="ask"):
+        return subprocess.run([sys.executable, "-m", "heddle", command, "-w", str(workspace),
+                               *args], env=env, capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
 
+    assert heddle("--yes", command="trust").returncode == 0  # the project's allow rule widens
     rejected = heddle("-m", "ask", "--no", "go")
     assert rejected.returncode == 0, rejected.stderr
     for line in ("● Run: echo from-rule", "  └ exit 0", "● Write x.txt", "  ✗ rejected: rejected"):

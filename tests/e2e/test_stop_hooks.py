@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import sys
 
+from e2e import lsp
 from e2e.test_turns import new_session
 
 DONE = {"content": [{"type": "text", "text": "Done."}]}
 FIXED = {"content": [{"type": "text", "text": "Fixed the lint errors."}]}
 
 
-def settings(workspace, script: str) -> None:
+async def settings(client, workspace, script: str) -> None:
     hook = workspace / "stop_hook.py"
     hook.write_text(script)
     folder = workspace / ".heddle"
     folder.mkdir(exist_ok=True)
     (folder / "settings.toml").write_text(
         f'[[hooks.Stop]]\ncommand = "{sys.executable} {hook}"\ntimeout = 20\n')
+    await lsp.trust(client, workspace)  # project hooks run once the user trusts them
 
 
 BLOCK_ALWAYS = """import json, sys
@@ -34,7 +36,7 @@ print(json.dumps({"continue": False, "stopReason": "the build is broken; stoppin
 
 
 async def test_blocking_stop_hook_runs_once_per_turn(client, scripted, workspace):
-    settings(workspace, BLOCK_ALWAYS)
+    await settings(client, workspace, BLOCK_ALWAYS)
     scripted.add_scenario("s", {"steps": [DONE, FIXED]})
     sid = await new_session(client, workspace, "s")
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "finish"})
@@ -49,7 +51,7 @@ async def test_blocking_stop_hook_runs_once_per_turn(client, scripted, workspace
 
 
 async def test_stop_hook_can_end_the_turn(client, scripted, workspace):
-    settings(workspace, PREVENT)
+    await settings(client, workspace, PREVENT)
     scripted.add_scenario("s", {"steps": [DONE]})
     sid = await new_session(client, workspace, "s")
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "finish"})
@@ -58,7 +60,7 @@ async def test_stop_hook_can_end_the_turn(client, scripted, workspace):
 
 
 async def test_stop_hooks_never_run_after_an_api_error(client, scripted, workspace):
-    settings(workspace, BLOCK_ALWAYS)
+    await settings(client, workspace, BLOCK_ALWAYS)
     scripted.add_scenario("s", {"steps": [{"fault": {"status": 400}}]})
     sid = await new_session(client, workspace, "s")
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "finish"})
@@ -80,6 +82,7 @@ async def test_tool_hook_can_stop_the_turn(client, scripted, workspace):
     (workspace / ".heddle").mkdir()
     (workspace / ".heddle" / "settings.toml").write_text(
         f'[[hooks.PreToolUse]]\ncommand = "{sys.executable} {hook}"\n')
+    await lsp.trust(client, workspace)
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
                      {"type": "tool_use", "name": "Bash", "input": {"command": "touch ran"}}]},

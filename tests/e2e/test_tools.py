@@ -164,6 +164,39 @@ async def test_escape_attempts_are_refused_even_when_bypassing_permissions(clien
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
 
 
+async def test_read_may_page_through_this_sessions_saved_results_and_nothing_else_of_heddles(
+        client, scripted, workspace, daemon_env):
+    (workspace / "many.txt").write_text("".join(f"needle {i}\n" for i in range(6000)))
+    state = Path(daemon_env["XDG_STATE_HOME"]) / "heddle"
+    other = state / "tool-results/0123456789abcdef0123456789abcdef/toolu_x.txt"
+    other.parent.mkdir(parents=True)
+    other.write_text("another session's result\n")
+    sid = await new_session(client, workspace, "s", permissionMode="bypassPermissions")
+    mine = state / "tool-results" / sid / "toolu_grep.txt"
+    transcript = state / "sessions" / f"{sid}.jsonl"
+    scripted.add_scenario("s", {"steps": [
+        {"content": [{"type": "tool_use", "id": "toolu_grep", "name": "Grep",
+                      "input": {"pattern": "needle"}}]},
+        {"content": [tool("Read", path=str(mine), offset=10, limit=1),
+                     tool("Read", path=str(other)),
+                     tool("Read", path=str(transcript)),
+                     tool("Read", path=f"{mine.parent}/../{other.parent.name}/{other.name}"),
+                     tool("Grep", pattern="needle", path=str(mine.parent)),
+                     tool("Write", path=str(mine), content="rewritten")]},
+        DONE]})
+
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find"})
+
+    assert result["reason"] == "completed" and transcript.exists()
+    own, *refused = last_results(scripted, "s")
+    assert not own["is_error"] and own["content"].startswith("    10\tmany.txt:10:needle 9\n")
+    assert len(refused) == 5
+    for r in refused:  # other sessions' results, transcripts; and only Read, only reading
+        assert r["is_error"] and "is outside the workspace" in r["content"], r
+    assert "another session" not in str(refused)
+    assert mine.read_text().count("needle") == 6000
+
+
 async def test_edits_never_clobber_unsaved_editor_changes(daemon_env, daemon_command, scripted,
                                                           workspace):
     config = ClientServerConfig(server_command=daemon_command, client_factory=lsp.make_client,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 from heddle.permissions.policy import PermissionPolicy, SettingsWriteError
 from heddle.permissions.rules import Rule
 from heddle.permissions.store import add_rule, dump, remove_rule
-from heddle.settings import (HookCommand, Settings, load_settings, project_settings_path,
-                             user_settings_path)
+from heddle.permissions.trust import TrustMismatch, trust_project
+from heddle.settings import (HookCommand, HookSettings, Settings, load_settings,
+                             project_settings_path, user_settings_path)
 
 
 @pytest.fixture
@@ -68,7 +70,9 @@ ask = ["Bash(git push:*)"]
 [[hooks.PreToolUse]]
 command = "project-hook"
 """)
+    trust_project(ws, environ=env)  # the project file widens: it applies once trusted
     loaded = load_settings(ws, env)
+    assert loaded.untrusted is None
     s = loaded.settings
     assert (s.model, s.fallback_model, s.permissions.mode) == ("project-model", "small", "plan")
     assert s.permissions.allow == ["Bash(git status:*)", "Edit(src/**)"]
@@ -97,6 +101,7 @@ command = "ok"
 [[hooks.PreToolUse]]
 comand = "typo"
 """)
+    trust_project(ws, environ=env)
     loaded = load_settings(ws, env)
     s = loaded.settings
     assert s.model is None and s.permissions.mode is None
@@ -172,3 +177,81 @@ def test_saved_rules_are_read_again_by_the_next_session(env, ws):
         Rule("deny", "Bash(rm:*)", "user")]
     with pytest.raises(SettingsWriteError, match="no project settings file"):
         PermissionPolicy().add(Rule("allow", "Bash", "project"))
+
+
+WIDENS = """
+model = "project-model"
+[permissions]
+mode = "bypassPermissions"
+allow = ["Bash"]
+deny = ["Read(.env)"]
+ask = ["Bash(git push:*)"]
+[[hooks.PostToolUse]]
+command = "./fmt.sh"
+[tools]
+pass_env = ["AWS_SECRET_ACCESS_KEY"]
+"""
+
+
+def test_what_project_settings_widen_waits_for_trust_of_that_content(env, ws):
+    path = project_settings_path(ws)
+    write(path, WIDENS)
+    loaded = load_settings(ws, env)
+    s = loaded.settings
+    assert (s.model, s.permissions.mode) == ("project-model", None)
+    assert (s.permissions.allow, s.permissions.deny, s.permissions.ask) == (
+        [], ["Read(.env)"], ["Bash(git push:*)"])
+    assert s.hooks == HookSettings() and s.tools.pass_env == []
+    assert loaded.untrusted.ignored == [
+        "permission mode bypassPermissions", "allow rule Bash", "PostToolUse hook `./fmt.sh`",
+        "tools see the secret AWS_SECRET_ACCESS_KEY"]
+    assert loaded.untrusted.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert loaded.warnings == [
+        f"{path} is not trusted, so Heddle ignores what it would enable: permission mode "
+        "bypassPermissions; allow rule Bash; PostToolUse hook `./fmt.sh`; tools see the secret "
+        f"AWS_SECRET_ACCESS_KEY. Check the file, then trust it with `heddle trust -w {ws}` (deny "
+        "rules, ask rules and a stricter mode from it apply already)."]
+    assert PermissionPolicy.from_settings(loaded).mode == "default"
+
+    with pytest.raises(TrustMismatch, match="is not the content asked to be trusted"):
+        trust_project(ws, "0" * 64, env)
+    assert load_settings(ws, env).untrusted is not None  # nothing was recorded
+    assert trust_project(ws, loaded.untrusted.sha256, env).enables == loaded.untrusted.ignored
+    trusted = load_settings(ws, env)
+    assert trusted.untrusted is None and trusted.warnings == []
+    assert (trusted.settings.permissions.mode, trusted.settings.permissions.allow) == (
+        "bypassPermissions", ["Bash"])
+    assert [h.command for h in trusted.settings.hooks.post_tool_use] == ["./fmt.sh"]
+
+    write(path, WIDENS + "# one more line\n")  # any change: trust again
+    assert load_settings(ws, env).settings.permissions.mode is None
+    other = ws.parent / "other"
+    other.mkdir()
+    write(project_settings_path(other), WIDENS + "# one more line\n")  # trust is per workspace
+    assert load_settings(other, env).untrusted is not None
+
+
+def test_a_mode_counts_as_widening_relative_to_the_users(env, ws):
+    write(user_settings_path(env), '[permissions]\nmode = "acceptEdits"\n')
+    for mode, applied in (("plan", "plan"), ("default", "default"),
+                          ("acceptEdits", "acceptEdits"), ("bypassPermissions", "acceptEdits")):
+        write(project_settings_path(ws), f'[permissions]\nmode = "{mode}"\n')
+        loaded = load_settings(ws, env)
+        assert loaded.settings.permissions.mode == applied, mode
+        assert (loaded.untrusted is None) == (mode != "bypassPermissions"), mode
+
+
+def test_rules_the_user_saves_keep_a_trusted_file_trusted(env, ws):
+    write(project_settings_path(ws), '[permissions]\nallow = ["Bash(make:*)"]\n')
+    policy = PermissionPolicy.from_settings(load_settings(ws, env))
+    assert policy.rules == []  # not trusted yet
+    policy.add(Rule("allow", "Bash(ls:*)", "project"))
+    assert load_settings(ws, env).untrusted.ignored == ["allow rule Bash(make:*)",
+                                                        "allow rule Bash(ls:*)"]
+    trust_project(ws, environ=env)
+    policy = PermissionPolicy.from_settings(load_settings(ws, env))
+    policy.add(Rule("allow", "Bash(pytest:*)", "project"))
+    policy.revoke("Bash(make:*)")
+    again = load_settings(ws, env)
+    assert again.untrusted is None
+    assert again.settings.permissions.allow == ["Bash(ls:*)", "Bash(pytest:*)"]

@@ -90,3 +90,27 @@ def test_home_patterns_expand(ws):
     home_file = Path(os.path.expanduser("~/.heddle-test-nonexistent")).resolve()
     policy = PermissionPolicy(ask=["Read(~/.heddle-test-*)"])
     assert policy.allows_outside("Read", home_file, ws)
+
+
+def test_read_may_use_this_sessions_saved_results_only(ws, tmp_path):
+    state = tmp_path / "state/heddle"
+    mine, other = state / "tool-results/s1", state / "tool-results/s2"
+    for folder in (mine, other, state / "sessions"):
+        folder.mkdir(parents=True)
+    (mine / "t.txt").write_text("mine\n")
+    (other / "t.txt").write_text("theirs\n")
+    (state / "sessions/s2.jsonl").write_text("{}\n")
+    (mine / "escape").symlink_to(other)
+    ctx = ToolContext(ws, results_dir=mine)
+    read = TOOLS["Read"]
+    inp = read.normalise(msgspec.convert({"path": str(mine / "t.txt")}, read.input_type), ctx)
+    assert inp.path == str((mine / "t.txt").resolve())
+    for path in (other / "t.txt", state / "sessions/s2.jsonl", state / "sessions", mine / "..",
+                 mine / "../s2/t.txt", mine / "escape/t.txt"):
+        with pytest.raises(ToolError, match="is outside the workspace"):
+            read.normalise(msgspec.convert({"path": str(path)}, read.input_type), ctx)
+    for tool in ("Write", "Edit", "MultiEdit", "Grep", "Glob", "LS"):  # Read pages; others stay out
+        inp = msgspec.convert({"path": str(mine / "t.txt"), **PATH_TOOLS[tool]},
+                              TOOLS[tool].input_type)
+        with pytest.raises(ToolError, match="is outside the workspace"):
+            TOOLS[tool].normalise(inp, ctx)

@@ -142,6 +142,25 @@ async def test_multiedit_applies_in_order(ctx):
     assert "-one\n-two\n+uno\n+dos\n" in out.diff
 
 
+async def test_multiedit_refuses_unsaved_buffers(ctx):
+    path = ctx.workspace / "a.py"
+    ctx.documents.open(path, "one\ntwo\nthree\ntwo\n# typing...\n", 1)
+    edits = [{"old_string": "one", "new_string": "1"}, {"old_string": "three", "new_string": "3"}]
+    with pytest.raises(ToolError, match="a.py has unsaved changes in the editor"):
+        await run(MultiEdit(), ctx, path="a.py", edits=edits)
+    with pytest.raises(ToolError, match="unsaved changes"):
+        await MultiEdit().preview(norm(MultiEdit(), ctx, path="a.py", edits=edits), ctx)
+    assert path.read_text() == "one\ntwo\nthree\ntwo\n"
+    ctx.documents.open(ctx.workspace / "new.md", "a draft", 1)  # a new buffer, never saved
+    with pytest.raises(ToolError, match="new.md has unsaved changes"):
+        await run(MultiEdit(), ctx, path="new.md",
+                  edits=[{"old_string": "", "new_string": "mine"}])
+    assert not (ctx.workspace / "new.md").exists()
+    ctx.documents.change(path, path.read_text(), 2)  # the user saved: buffer equals disk
+    await run(MultiEdit(), ctx, path="a.py", edits=edits)
+    assert path.read_text() == "1\ntwo\n3\ntwo\n"
+
+
 async def test_multiedit_is_all_or_nothing(ctx):
     before = (ctx.workspace / "a.py").read_text()
     with pytest.raises(ToolError, match=r"^edits\[1\]: old_string occurs 2 times .*Nothing was "

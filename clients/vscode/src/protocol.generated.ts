@@ -15,6 +15,7 @@ export const Methods = {
   RulesList: "rules/list",
   RulesAdd: "rules/add",
   RulesRevoke: "rules/revoke",
+  WorkspaceTrust: "workspace/trust",
 } as const;
 
 export const ErrorCodes = {
@@ -30,6 +31,7 @@ export const ErrorCodes = {
   InvalidWorkspace: -32012,
   CompactionFailed: -32014,
   TranscriptUnreadable: -32013,
+  SettingsChanged: -32015,
 } as const;
 
 export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent"] as const;
@@ -95,7 +97,7 @@ export interface ModelFallbackEvent {
 export interface PermissionAnsweredEvent {
   kind: "permissionAnswered";
   toolCallId: string;
-  decision: "allowAlways" | "allowOnce" | "reject";
+  decision: "allowAlways" | "allowOnce" | "cancelled" | "reject";
   rule?: string | null;
   reason?: string | null;
   scope?: "project" | "session" | "user" | null;
@@ -208,6 +210,7 @@ export interface SessionLoadResult {
   turns: number;
   title: string;
   warnings?: Array<string>;
+  untrustedSettings?: UntrustedSettings | null;
 }
 export interface SessionNewParams {
   workspace: string;
@@ -225,6 +228,7 @@ export interface SessionNewResult {
   model: string;
   permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
   warnings?: Array<string>;
+  untrustedSettings?: UntrustedSettings | null;
 }
 export interface TextDeltaEvent {
   kind: "textDelta";
@@ -313,6 +317,11 @@ export interface TurnStartedEvent {
   prompt: string;
   model: string;
 }
+export interface UntrustedSettings {
+  settingsFile: string;
+  sha256: string;
+  ignored: Array<string>;
+}
 export interface Usage {
   inputTokens?: number;
   outputTokens?: number;
@@ -326,5 +335,14 @@ export interface UsageEvent {
   contextTokens?: number;
   contextWindow?: number;
   tokenBudget?: number | null;
+}
+export interface WorkspaceTrustParams {
+  workspace: string;
+  sha256?: string | null;
+}
+export interface WorkspaceTrustResult {
+  settingsFile: string;
+  sha256?: string | null;
+  enables?: Array<string>;
 }
 export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;

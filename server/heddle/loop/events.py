@@ -84,7 +84,8 @@ class PermissionAsked(msgspec.Struct, frozen=True):
 
 class PermissionAnswered(msgspec.Struct, frozen=True):
     tool_call_id: str
-    decision: Literal["allowOnce", "allowAlways", "reject"]
+    decision: Literal["allowOnce", "allowAlways", "reject", "cancelled"]
+    """`cancelled`: the turn ended while the prompt was open."""
     rule: str | None = None
     reason: str | None = None
     scope: Literal["session", "project", "user"] | None = None

@@ -1,8 +1,10 @@
-"""Permission decisions: deny rules, the plan mode, ask, allow, then the mode; what is left asks.
+"""Permission decisions: deny rules, the plan mode, Heddle's own files, ask, allow, then the
+mode; what is left asks.
 
 A session's policy holds its mode, its rules (each with a scope: the session, the project's
-settings file or the user's), its tool hooks and the secrets its tools may see. Rules saved with project or user scope are
-written to their settings file, so the next session reads them again.
+settings file or the user's), its tool hooks and the secrets its tools may see. Rules saved
+with project or user scope are written to their settings file, so the next session reads them
+again. Calls that would change Heddle's own settings always ask (`heddle.permissions.protected`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any, Iterable, Literal, Protocol
 from heddle.loop.events import Preview
 from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
                                       check_rule, covers, parse_rule, path_matches, rule_matches)
+from heddle.permissions.protected import NOTE, protected
 from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
+from heddle.permissions.trust import rewrite_project
 from heddle.settings import HookSettings, LoadedSettings, PermissionMode, SettingsFiles
 from heddle.tools.base import Tool, ToolContext
 
@@ -39,6 +43,9 @@ class Deny:
 @dataclass(frozen=True)
 class Ask:
     rule: str
+    """The rule "allow always" would save; empty: this call can only be allowed once."""
+    note: str | None = None
+    """Why it asks, when the prompt should say so."""
 
 
 Decision = Allow | Deny | Ask
@@ -120,7 +127,8 @@ class PermissionPolicy:
         """
         rule = Rule(rule.kind, check_rule(rule.pattern), rule.scope)
         if rule.scope != "session":
-            add_rule(self._file(rule.scope), rule.kind, rule.pattern)
+            path = self._file(rule.scope)
+            self._rewrite(rule.scope, lambda: add_rule(path, rule.kind, rule.pattern))
         if rule not in self.rules:
             self.rules.append(rule)
         return rule
@@ -133,9 +141,17 @@ class PermissionPolicy:
                 and (scope is None or r.scope == scope) and _same(r.pattern, wanted)]
         for rule in gone:
             if rule.scope != "session":
-                remove_rule(self._file(rule.scope), rule.kind, rule.pattern)
+                path = self._file(rule.scope)
+                self._rewrite(rule.scope, lambda: remove_rule(path, rule.kind, rule.pattern))
             self.rules.remove(rule)
         return gone
+
+    def _rewrite(self, scope: str, write) -> None:
+        """The user changed a rule: a trusted project file stays trusted."""
+        if scope == "project" and self.files is not None:
+            rewrite_project(self.files, write)
+        else:
+            write()
 
     def _file(self, scope: str) -> Path:
         path = self.files.for_scope(scope) if self.files else None
@@ -155,6 +171,15 @@ class PermissionPolicy:
                 return True
         return False
 
+    def protects(self, tool: Tool, inp: Any, ctx: ToolContext) -> bool:
+        """Whether the call may change Heddle's own settings, rules, trust or hook scripts."""
+        if tool.read_only:
+            return False
+        guard = protected(ctx.workspace, self.files, self.hooks)
+        path, command = getattr(inp, "path", None), getattr(inp, "command", None)
+        return ((isinstance(path, str) and guard.covers(Path(path)))
+                or (isinstance(command, str) and guard.mentioned_in(command)))
+
     def _first(self, kind: RuleKind, tool: Tool, inp: Any, ctx: ToolContext) -> Rule | None:
         return next((r for r in self.rules
                      if r.kind == kind and rule_matches(r.pattern, tool, inp, ctx, kind)), None)
@@ -168,6 +193,8 @@ class PermissionPolicy:
         if self.mode == "plan" and not tool.read_only:
             return Deny(f"{tool.name} is not available in plan mode: only read-only tools run. "
                         "Describe the change you would make instead.")
+        if self.mode != "bypassPermissions" and self.protects(tool, inp, ctx):
+            return Ask("", NOTE)  # before every allow: only a yes to this very call will do
         if hook == "ask" or self._first("ask", tool, inp, ctx):
             return Ask(tool.rule_for(inp, ctx))
         if hook == "allow":

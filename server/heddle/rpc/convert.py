@@ -9,6 +9,7 @@ from heddle_protocol import events as wev
 from heddle.loop import events as core
 from heddle.loop.prompt import ContextItem
 from heddle.permissions.policy import PermissionPrompt, Rule
+from heddle.settings import Untrusted
 
 
 def error_info(e: core.ErrorInfo | None) -> wire.ErrorInfo | None:
@@ -113,6 +114,11 @@ def todo_item(t: core.TodoItem) -> wev.TodoItem:
     return wev.TodoItem(content=t.content, status=status, active_form=t.active_form)
 
 
+def untrusted(u: Untrusted | None) -> wire.UntrustedSettings | None:
+    return None if u is None else wire.UntrustedSettings(
+        settings_file=str(u.file), sha256=u.sha256, ignored=list(u.ignored))
+
+
 def rule(r: Rule) -> wire.PermissionRule:
     return wire.PermissionRule(rule=r.pattern, kind=r.kind, scope=r.scope)
 
@@ -123,7 +129,8 @@ def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wir
         input=msgspec.to_builtins(p.input), title=p.title, preview=preview(p.preview),
         options=[
             wire.PermissionOption(decision="allowOnce", label="Allow once"),
-            wire.PermissionOption(decision="allowAlways", label=f"Always allow {p.rule}", rule=p.rule),
+            *([wire.PermissionOption(decision="allowAlways", label=f"Always allow {p.rule}",
+                                     rule=p.rule)] if p.rule else []),
             wire.PermissionOption(decision="reject", label="Reject"),
         ])
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
@@ -17,9 +15,10 @@ from heddle_protocol import ErrorCode, Kind, method
 from heddle_protocol.events import TurnEventParams
 from heddle.loop.events import TurnEnded
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
-from heddle.settings import load_settings
+from heddle.settings import LoadedSettings
 from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
+from heddle.rpc.permissions import settings_for
 from heddle.rpc.protocol import RpcError
 from heddle.sessions.session import Session, SessionError, SessionOptions
 from heddle.sessions.turns import TurnRequest, compact_session, start_turn
@@ -69,8 +68,7 @@ def register(server: HeddleServer) -> None:
         await server.cancel_all_turns()
 
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
-        folder = Path(p.workspace)
-        settings = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
+        settings = settings_for(server, p.workspace)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
         options = SessionOptions(
             fallback_model=(p.fallback_model or server.fallback_model
@@ -83,7 +81,8 @@ def register(server: HeddleServer) -> None:
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
-                                     permission_mode=s.policy.mode, warnings=settings.warnings)
+                                     permission_mode=s.policy.mode, warnings=settings.warnings,
+                                     untrusted_settings=convert.untrusted(settings.untrusted))
 
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
@@ -123,9 +122,14 @@ def register(server: HeddleServer) -> None:
         return wire.SessionCompactResult(tokens_before=before, tokens_after=after, summary=summary)
 
     async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
-        session, loaded = server.sessions.load(
-            p.session_id, lambda mode, workspace: PermissionPolicy.from_settings(
-                load_settings(Path(workspace)), mode), server.session_options())
+        read: list[LoadedSettings] = []  # stays empty when the session was live already
+
+        def policy_for(mode: str, workspace: str) -> PermissionPolicy:
+            read.append(settings_for(server, workspace))
+            return PermissionPolicy.from_settings(read[-1], mode)
+
+        session, loaded = server.sessions.load(p.session_id, policy_for, server.session_options())
+        settings = read[-1] if read else None
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1
@@ -134,7 +138,8 @@ def register(server: HeddleServer) -> None:
         return wire.SessionLoadResult(
             session_id=session.id, workspace=str(session.workspace), model=session.model,
             permission_mode=session.policy.mode, turns=loaded.turns, title=loaded.title,
-            warnings=loaded.warnings)
+            warnings=loaded.warnings + (settings.warnings if settings else []),
+            untrusted_settings=convert.untrusted(settings.untrusted if settings else None))
 
     async def turn_cancel(p: wire.TurnCancelParams) -> None:
         session = server.sessions.get(p.session_id)

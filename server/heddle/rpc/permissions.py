@@ -1,26 +1,50 @@
-"""Handlers for `rules/list`, `rules/add` and `rules/revoke`: a session's permission rules."""
+"""Handlers for a session's permission rules (`rules/list`, `rules/add`, `rules/revoke`) and
+for trusting a workspace's settings (`workspace/trust`, and the warning while they are not)."""
 
 from __future__ import annotations
 
+import logging
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import heddle_protocol as wire
 from heddle_protocol import ErrorCode
 from heddle.permissions.policy import Rule, RuleError
+from heddle.permissions.trust import TrustMismatch, trust_project
+from heddle.permissions.trust_store import TrustWriteError
 from heddle.rpc import convert
-from heddle.rpc.handlers import _handler
 from heddle.rpc.protocol import RpcError
-from heddle.settings import project_settings_path
+from heddle.settings import LoadedSettings, load_settings, project_settings_path
 
 if TYPE_CHECKING:
     from heddle.rpc.server import HeddleServer
+
+
+log = logging.getLogger(__name__)
+
+WARNING = 2
+"""`window/showMessage` type: every client shows these (VS Code, Neovim, `heddle ask`)."""
 
 
 def _invalid(exc: RuleError) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {exc} - at `$.rule`")
 
 
+def settings_for(server: HeddleServer, workspace: str) -> LoadedSettings:
+    """The settings a session on `workspace` opens with. Project settings that are ignored for
+    want of trust are announced with a `window/showMessage` warning, before the answer."""
+    folder = Path(workspace)
+    loaded = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
+    if loaded.untrusted is not None:
+        server.protocol.send_raw({"jsonrpc": "2.0", "method": "window/showMessage", "params": {
+            "type": WARNING, "message": loaded.untrusted.message}})
+    return loaded
+
+
 def register(server: HeddleServer) -> None:
+    from heddle.rpc.handlers import _handler
+
     async def rules_list(p: wire.RulesListParams) -> wire.RulesListResult:
         session = server.sessions.get(p.session_id)
         files = session.policy.files
@@ -46,6 +70,23 @@ def register(server: HeddleServer) -> None:
             raise _invalid(exc) from None
         return wire.RulesRevokeResult(revoked=[convert.rule(r) for r in gone])
 
+    async def workspace_trust(p: wire.WorkspaceTrustParams) -> wire.WorkspaceTrustResult:
+        folder = Path(p.workspace)
+        if not folder.is_absolute() or not folder.is_dir():
+            raise RpcError(ErrorCode.INVALID_WORKSPACE,
+                           f"workspace must be an absolute path to an existing folder: {folder}")
+        try:
+            trusted = trust_project(Path(os.path.realpath(folder)), p.sha256)
+        except TrustMismatch as exc:
+            raise RpcError(ErrorCode.SETTINGS_CHANGED, str(exc)) from None
+        except TrustWriteError as exc:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        log.info("trusted %s (%s): %s", trusted.file, trusted.sha256,
+                 "; ".join(trusted.enables) or "nothing needed trust")
+        return wire.WorkspaceTrustResult(
+            settings_file=str(trusted.file), sha256=trusted.sha256, enables=trusted.enables)
+
     _handler(server, "rules/list", rules_list)
     _handler(server, "rules/add", rules_add)
     _handler(server, "rules/revoke", rules_revoke)
+    _handler(server, "workspace/trust", workspace_trust)

@@ -54,7 +54,8 @@ class ToolContext:
     outside_allowed: Callable[[str, Path], bool] = _nowhere_else
     """Whether a permission rule lets tool `name` use `path` outside the workspace."""
     results_dir: Path | None = None
-    """Where over-long tool results are saved in full (readable with Read); None: not saved."""
+    """Where this session's over-long tool results are saved in full; Read may read what is in
+    it, though it is outside the workspace. None: not saved."""
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""
@@ -70,7 +71,9 @@ class ToolContext:
         except (RuntimeError, OSError):  # RuntimeError: Python < 3.13's "Symlink loop from"
             raise ToolError(f"{raw} cannot be used: its symbolic links form a loop") from None
         root = self.workspace.resolve()
-        saved = self.results_dir is not None and self.results_dir.resolve() in resolved.parents
+        # this session's saved results only: not other sessions', not their transcripts
+        saved = (tool == "Read" and self.results_dir is not None
+                 and self.results_dir.resolve() in resolved.parents)
         if resolved != root and root not in resolved.parents and not saved \
                 and not self.outside_allowed(tool, resolved):
             raise ToolError(f"{raw} is outside the workspace {root}; only files inside it "

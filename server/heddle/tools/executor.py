@@ -150,7 +150,7 @@ class ToolExecutor:
                 self.ctx.emit(PermissionAnswered(block.id, "reject", reason=decision.message))
                 return "rejected", decision.message, "denied", None
             if isinstance(decision, Ask):
-                rejected = await self._ask(block, tool, inp, decision.rule)
+                rejected = await self._ask(block, tool, inp, decision)
                 if rejected is not None:
                     return "rejected", rejected, "rejected", None
             output = await tool.run(inp, self.ctx)
@@ -193,17 +193,27 @@ class ToolExecutor:
         return await post_tool_use(hooks, self._hook_runner(), tool.name,
                                    msgspec.to_builtins(inp), content, is_error)
 
-    async def _ask(self, block: ToolUseBlock, tool: Tool, inp: Any, rule: str) -> str | None:
+    async def _ask(self, block: ToolUseBlock, tool: Tool, inp: Any, ask: Ask) -> str | None:
         """Ask the editor; None when allowed, else the message for the model."""
         async with self.permission_lock:  # one prompt at a time per session
             preview = await tool.preview(inp, self.ctx)
-            title = tool.title(inp, self.ctx)
+            title = tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else "")
             self.ctx.emit(PermissionAsked(block.id, title, preview))
-            answer = await self.asker(PermissionPrompt(
-                block.id, tool.name, msgspec.to_builtins(inp), title, preview, rule))
+            try:
+                answer = await self.asker(PermissionPrompt(
+                    block.id, tool.name, msgspec.to_builtins(inp), title, preview, ask.rule))
+            except anyio.get_cancelled_exc_class():
+                # the turn ends with the prompt open: it still gets its answer, before the
+                # call's toolCallFinished
+                self.ctx.emit(PermissionAnswered(block.id, "cancelled",
+                                                 reason="the turn was cancelled"))
+                raise
             saved = scope = note = None
-            if answer.decision == "allowAlways":
-                saved, scope, note = self._keep(answer.rule or rule, answer.scope or "session")
+            if answer.decision == "allowAlways" and not ask.rule:
+                note = f"allowed once: no rule is kept for this call ({ask.note})"
+            elif answer.decision == "allowAlways":
+                saved, scope, note = self._keep(answer.rule or ask.rule,
+                                                answer.scope or "session")
             self.ctx.emit(PermissionAnswered(block.id, answer.decision, saved,
                                              answer.reason or note, scope))
         if answer.decision in ("allowOnce", "allowAlways"):

@@ -13,6 +13,7 @@ return {
     RULES_LIST = "rules/list",
     RULES_ADD = "rules/add",
     RULES_REVOKE = "rules/revoke",
+    WORKSPACE_TRUST = "workspace/trust",
   },
   event_kinds = {
     "turnStarted",
@@ -48,6 +49,7 @@ return {
     INVALID_WORKSPACE = -32012,
     COMPACTION_FAILED = -32014,
     TRANSCRIPT_UNREADABLE = -32013,
+    SETTINGS_CHANGED = -32015,
   },
   terminal_reasons = {
     "completed",

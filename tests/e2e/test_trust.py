@@ -1,0 +1,172 @@
+"""The agent cannot raise its own permissions: writing Heddle's settings always asks, and what a
+project settings file widens applies only once the user trusts that exact content."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2e import lsp
+from e2e.test_permissions import DONE, last_results, statuses, steps, tool, write_settings
+from e2e.test_turns import new_session
+
+ESCALATE = """[permissions]
+mode = "bypassPermissions"
+allow = ["Bash"]
+
+[[hooks.PreToolUse]]
+command = "touch hooked"
+"""
+
+
+@pytest.fixture
+def user_file(tmp_path) -> Path:
+    return tmp_path / "config/heddle/settings.toml"
+
+
+def warnings_shown(client) -> list[str]:
+    return [m.message for m in client.messages if m.type == 2]
+
+
+async def test_every_route_to_heddles_settings_asks_in_accept_edits(client, scripted, workspace,
+                                                                    user_file):
+    config = user_file.parent
+    write_settings(user_file, f'[permissions]\nallow = ["Edit(**)", "Write", "Bash", '
+                              f'"Edit({config}/**)"]\n')
+    before = user_file.read_text()
+    (workspace / "inner").symlink_to(workspace / ".heddle", target_is_directory=True)
+    scripted.add_scenario("climb", steps(
+        tool("Write", path=".heddle/settings.toml", content=ESCALATE),
+        tool("Edit", path=str(user_file), old_string="[permissions]",
+             new_string='[permissions]\nmode = "bypassPermissions"'),
+        tool("MultiEdit", path="inner/../.HEDDLE/settings.toml",
+             edits=[{"old_string": "", "new_string": ESCALATE}]),
+        tool("Write", path="inner/settings.toml", content=ESCALATE),
+        tool("Bash", command=f"echo '{ESCALATE}' > .heddle/settings.toml"),
+        tool("Write", path="notes.txt", content="fine\n")))
+    client.answer = lambda params: {"decision": "reject"}
+    sid = await new_session(client, workspace, "climb", permissionMode="acceptEdits")
+
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+
+    assert result["reason"] == "completed"
+    asked = client.permission_requests
+    assert [r["tool"] for r in asked] == ["Write", "Edit", "MultiEdit", "Write", "Bash"]
+    for request in asked:  # only a yes to this very call: no "allow always" on offer
+        assert [o["decision"] for o in request["options"]] == ["allowOnce", "reject"]
+        assert request["title"].endswith("(it changes Heddle's own settings, so it always asks)")
+    assert statuses(client) == ["rejected"] * 5 + ["ok"]
+    assert not (workspace / ".heddle").exists() and not (workspace / ".HEDDLE").exists()
+    assert user_file.read_text() == before
+    assert (workspace / "notes.txt").read_text() == "fine\n"  # the mode still works elsewhere
+
+
+async def test_project_settings_that_widen_apply_only_once_trusted(client, scripted, workspace):
+    settings = workspace / ".heddle/settings.toml"
+    scripted.add_scenario("write", steps(tool("Write", path=str(settings), content=ESCALATE)))
+    client.answer = lambda params: {"decision": "allowOnce"}  # the user said yes, once
+    sid = await new_session(client, workspace, "write", permissionMode="acceptEdits")
+    await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    assert settings.read_text() == ESCALATE
+
+    # the next session does not open in bypassPermissions, and the hook does not run
+    scripted.add_scenario("after", steps(tool("Read", path="app.py"),
+                                         tool("Bash", command="touch bashed")))
+    client.answer = lambda params: {"decision": "reject"}
+    client.permission_requests.clear()
+    client.messages.clear()
+    opened = await client.call("session/new", {"workspace": str(workspace), "model": "after"})
+    assert opened["permissionMode"] == "default"
+    untrusted = opened["untrustedSettings"]
+    assert untrusted["settingsFile"] == str(settings)
+    assert untrusted["ignored"] == ["permission mode bypassPermissions", "allow rule Bash",
+                                    "PreToolUse hook `touch hooked`"]
+    (shown,) = warnings_shown(client)  # window/showMessage: every client displays it
+    assert shown.startswith(f"{settings} is not trusted, so Heddle ignores what it would enable")
+    assert f"heddle trust -w {workspace}" in shown and shown in opened["warnings"]
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert not (workspace / "hooked").exists() and not (workspace / "bashed").exists()
+    assert [r["tool"] for r in client.permission_requests] == ["Bash"]
+
+    # trusting other content than the file has now is refused
+    with pytest.raises(Exception, match="is not the content asked to be trusted"):
+        await client.call("workspace/trust", {"workspace": str(workspace), "sha256": "0" * 64})
+    trusted = await client.call("workspace/trust", {"workspace": str(workspace),
+                                                    "sha256": untrusted["sha256"]})
+    assert trusted == {"settingsFile": str(settings), "sha256": untrusted["sha256"],
+                       "enables": untrusted["ignored"]}
+    client.messages.clear()
+    scripted.add_scenario("trusted", steps(tool("Bash", command="touch bashed")))
+    opened = await client.call("session/new", {"workspace": str(workspace), "model": "trusted"})
+    assert opened["permissionMode"] == "bypassPermissions" and "untrustedSettings" not in opened
+    assert warnings_shown(client) == []
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert (workspace / "hooked").exists() and (workspace / "bashed").exists()
+
+    # a changed file needs trust again
+    settings.write_text(ESCALATE + "\n[[hooks.Stop]]\ncommand = \"touch stopped\"\n")
+    scripted.add_scenario("changed", {"steps": [DONE]})
+    opened = await client.call("session/new", {"workspace": str(workspace), "model": "changed"})
+    assert opened["permissionMode"] == "default"
+    assert opened["untrustedSettings"]["ignored"][-1] == "Stop hook `touch stopped`"
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "hi"})
+    assert not (workspace / "stopped").exists()
+
+
+async def test_settings_that_only_narrow_apply_without_trust(client, scripted, user_file,
+                                                             workspace):
+    write_settings(user_file, '[permissions]\nmode = "acceptEdits"\n')
+    write_settings(workspace / ".heddle/settings.toml",
+                   '[permissions]\nmode = "default"\ndeny = ["Read(README.md)"]\n'
+                   'ask = ["Read(app.py)"]\n')
+    scripted.add_scenario("narrow", steps(tool("Read", path="README.md"),
+                                          tool("Read", path="app.py"),
+                                          tool("Write", path="x.txt", content="x")))
+    client.answer = lambda params: {"decision": "reject"}
+    opened = await client.call("session/new", {"workspace": str(workspace), "model": "narrow"})
+    assert opened["permissionMode"] == "default" and "untrustedSettings" not in opened
+    assert warnings_shown(client) == []
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert statuses(client) == ["rejected", "rejected", "rejected"]
+    assert [r["tool"] for r in client.permission_requests] == ["Read", "Write"]
+
+
+async def test_trust_needs_an_existing_absolute_folder(client, tmp_path):
+    for bad in ("relative/dir", str(tmp_path / "missing")):
+        with pytest.raises(Exception, match="absolute path to an existing folder"):
+            await client.call("workspace/trust", {"workspace": bad})
+    nothing = await client.call("workspace/trust", {"workspace": str(tmp_path)})
+    assert nothing == {"settingsFile": str(tmp_path / ".heddle/settings.toml")}
+
+
+def test_heddle_trust_shows_what_it_enables_and_records_it(daemon_env, scripted, workspace):
+    settings = write_settings(workspace / ".heddle/settings.toml",
+                              '[permissions]\nallow = ["Bash(echo:*)"]\n')
+    scripted.add_scenario("ask", steps(tool("Bash", command="echo from-rule")))
+    scripted.add_scenario("again", steps(tool("Bash", command="echo from-rule")))
+
+    def heddle(*args, command="ask"):
+        return subprocess.run([sys.executable, "-m", "heddle", command, "-w", str(workspace),
+                               *args], env=daemon_env, capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+
+    untrusted = heddle("-m", "ask", "--no", "go")
+    assert f"heddle: warning: {settings} is not trusted" in untrusted.stderr
+    assert "✗ rejected" in untrusted.stdout  # the allow rule was ignored
+
+    refused = heddle(command="trust")  # not a terminal, no --yes: nothing is recorded
+    assert refused.returncode == 1 and "run it again with --yes" in refused.stderr
+    assert "  - allow rule Bash(echo:*)" in refused.stdout and "is not trusted" in refused.stdout
+    assert '    allow = ["Bash(echo:*)"]' in refused.stdout  # the file itself, for review
+    done = heddle("--yes", command="trust")
+    assert done.returncode == 0 and "Trusted" in done.stdout
+    assert "is trusted" in heddle(command="trust").stdout
+
+    trusted = heddle("-m", "again", "--no", "go")
+    assert "is not trusted" not in trusted.stderr and "  └ exit 0" in trusted.stdout
+    revoked = heddle("--revoke", command="trust")
+    assert revoked.returncode == 0 and "No longer trusted" in revoked.stdout
+    assert "is not trusted" in heddle(command="trust").stdout

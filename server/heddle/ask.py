@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from heddle.client import Connection, RpcError
+from heddle.launch import python_command
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 SHUTDOWN_TIMEOUT = 5.0
@@ -138,7 +139,7 @@ def daemon_command(args: argparse.Namespace) -> list[str]:
     if args.daemon:
         import shlex
         return shlex.split(args.daemon)
-    return [sys.executable, "-m", "heddle", "serve"]
+    return python_command("heddle", "serve")
 
 
 async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:

@@ -27,7 +27,7 @@ def test_checkhealth_reports_a_working_setup(editor, workspace: Path) -> None:
         "",
         "Configuration ~",
         "- ✅ OK options are valid",
-        f"- daemon command: {sys.executable} -m heddle serve",
+        f"- daemon command: {sys.executable} -I -m heddle serve",
         "- model: claude-sonnet-4-5",
         "- permission mode: acceptEdits",
         f"- workspace of new sessions: {workspace}",

@@ -57,6 +57,7 @@ def test_checkhealth_reports_bad_options_and_a_missing_daemon(editor) -> None:
     assert daemon[:4] == [
         "- ❌ ERROR `heddle-not-installed` is not an executable",
         "  - ADVICE:",
-        "    - install Heddle (pip install heddle) so that `heddle` is on $PATH",
+        "    - install Heddle from its repository (pip install /path/to/heddle) so that `heddle`"
+        " is on $PATH",
         "    - or set `cmd`, e.g. { '/path/to/venv/bin/heddle', 'serve' }",
     ]

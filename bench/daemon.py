@@ -1,4 +1,4 @@
-"""The real daemon (`python -m heddle serve`) over real stdio, and a lean client for it.
+"""The real daemon (`python -I -m heddle serve`) over real stdio, and a lean client for it.
 
 The client frames and parses JSON-RPC itself and dates every message when its last byte is
 read, so what it measures is the daemon plus the pipe. It can stop reading, or read at a fixed
@@ -17,7 +17,6 @@ from typing import Any
 
 import msgspec
 
-ROOT = Path(__file__).resolve().parents[1]
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -31,8 +30,7 @@ def daemon_env(model_url: str, state_dir: Path, extra: dict[str, str] | None = N
                ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HEDDLE_"))}
     env.update(ANTHROPIC_BASE_URL=model_url, ANTHROPIC_API_KEY="bench",
-               XDG_STATE_HOME=str(state_dir), HEDDLE_LOG_FILE=str(state_dir / "heddle.log"),
-               PYTHONPATH=os.pathsep.join([str(ROOT / "server"), str(ROOT / "protocol")]))
+               XDG_STATE_HOME=str(state_dir), HEDDLE_LOG_FILE=str(state_dir / "heddle.log"))
     env.update(extra or {})
     return env
 
@@ -99,7 +97,7 @@ class Daemon:
         try:
             t0 = time.monotonic()
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "heddle", "serve", stdin=asyncio.subprocess.PIPE,
+                sys.executable, "-I", "-m", "heddle", "serve", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env, cwd=str(cwd),
                 limit=1 << 16)
         finally:

@@ -69,7 +69,10 @@ class Rig:
         state = self.dir / f"state-{self._spawned}"
         state.mkdir()
         assert self.proxy is not None
-        d = await Daemon.spawn(daemon_env(self.proxy.url, state), self.dir, state / "stderr.log")
+        # py-spy attaches with ptrace, which a daemon that is not dumpable refuses
+        extra = {"HEDDLE_DUMPABLE": "1"} if self.profile is not None else None
+        d = await Daemon.spawn(daemon_env(self.proxy.url, state, extra), self.dir,
+                               state / "stderr.log")
         if self.profile is not None and self.group.startswith("lifecycle"):
             await self.start_profiler(d, "life")
         return d

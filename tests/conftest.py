@@ -38,11 +38,29 @@ def daemon_env(scripted: ScriptedServer, tmp_path: Path) -> dict[str, str]:
         ANTHROPIC_BASE_URL=scripted.url, ANTHROPIC_API_KEY="test-key",
         XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
         HEDDLE_LOG_LEVEL="DEBUG",
-        HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"),
-        PYTHONPATH=os.pathsep.join([str(ROOT / "server"), str(ROOT / "protocol")]))
+        HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"))
     return env
 
 
 @pytest.fixture
 def daemon_command() -> list[str]:
-    return [sys.executable, "-m", "heddle", "serve"]
+    # -I: as every launch of the daemon, immune to modules in the folder it runs in
+    return [sys.executable, "-I", "-m", "heddle", "serve"]
+
+
+SHADOWING = ("json", "msgspec", "anyio", "anthropic", "aiohttp", "lsprotocol", "asyncio",
+             "logging", "typing")
+"""Modules the daemon imports, and the ones a project is likely to have a file of."""
+
+
+@pytest.fixture
+def shadowed_workspace(workspace: Path) -> Path:
+    """The sample workspace, plus files and folders named like what Heddle imports: a process
+    that imports any of them from the workspace stops and says which."""
+    for name in SHADOWING:
+        (workspace / f"{name}.py").write_text(f"raise SystemExit('this is the project {name}.py')\n")
+    for package in ("heddle", "heddle_protocol", "pygls"):
+        (workspace / package).mkdir()
+        (workspace / package / "__init__.py").write_text(
+            f"raise SystemExit('this is the project {package}/')\n")
+    return workspace

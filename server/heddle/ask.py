@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from heddle import secret_env
 from heddle.client import Connection, RpcError
+from heddle.launch import python_command
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 SHUTDOWN_TIMEOUT = 5.0
@@ -139,13 +141,16 @@ def daemon_command(args: argparse.Namespace) -> list[str]:
     if args.daemon:
         import shlex
         return shlex.split(args.daemon)
-    return [sys.executable, "-m", "heddle", "serve"]
+    return python_command("heddle", "serve")
 
 
-async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
+              env: dict[str, str] | None = None) -> int:
+    """One turn; `env` is the daemon's environment (default: this process's as it started,
+    with the secrets `secret_env` holds: the daemon takes them out of its own at once)."""
     workspace = str(Path(args.workspace).resolve())
     interactive = not args.yes and not args.reject and sys.stdin.isatty()
-    env = dict(os.environ)
+    env = secret_env.environ() if env is None else dict(env)
     env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
     proc = await asyncio.create_subprocess_exec(
         *daemon_command(args), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

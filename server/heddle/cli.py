@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import heddle
+from heddle import secret_env
 
 
 def state_dir() -> Path:
@@ -59,19 +60,28 @@ SERVE_ARGS = (["serve"], ["--stdio"], ["serve", "--stdio"], ["--stdio", "serve"]
 the terminal client and the demo), because an editor waits for the daemon to start."""
 
 
+def serve(problems: list[str]) -> int:
+    setup_logging()
+    for problem in problems:
+        logging.getLogger("heddle.secret_env").warning("secrets: %s", problem)
+    from heddle.rpc.boot import serve_stdio
+    return serve_stdio()
+
+
 def main(argv: list[str] | None = None) -> int:
+    # First, while there is no other thread and no child: the tools the daemon runs can read
+    # the environment of the daemon and of `heddle ask`, its parent.
+    problems = secret_env.hold()
     if (sys.argv[1:] if argv is None else argv) in SERVE_ARGS:
-        setup_logging()
-        from heddle.rpc.boot import serve_stdio
-        return serve_stdio()
+        return serve(problems)
     args = parser().parse_args(argv)
     if args.command in (None, "serve"):
         if args.command is None and not args.stdio:
             parser().print_help(sys.stderr)
             return 2
-        setup_logging()
-        from heddle.rpc.boot import serve_stdio
-        return serve_stdio()
+        return serve(problems)
+    for problem in problems:
+        print(f"heddle: secrets: {problem}", file=sys.stderr)
     if args.command == "ask":
         from heddle import ask
         return ask.run(args)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import sys
 import tempfile
@@ -27,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heddle import ask
+    from heddle import ask, secret_env
     from heddle.scripted import ScriptedServer, load_scenario
 
     server = ScriptedServer({"demo": load_scenario("demo")})
@@ -37,14 +36,16 @@ def run(args: argparse.Namespace) -> int:
     auto = args.yes or not sys.stdin.isatty()
     try:
         with server.run_in_thread() as running:
-            os.environ["ANTHROPIC_BASE_URL"] = running.url
-            os.environ.setdefault("ANTHROPIC_API_KEY", "demo")
+            # the user's own credentials never go to the scripted model
+            env = {name: value for name, value in secret_env.environ().items()
+                   if name not in secret_env.MODEL_SECRETS}
+            env.update(ANTHROPIC_BASE_URL=running.url, ANTHROPIC_API_KEY="demo")
             print(f"Heddle demo: a scripted model at {running.url}, a sample project in {project}")
             print(f"> {PROMPT}\n", flush=True)
             ask_args = argparse.Namespace(
                 prompt=[PROMPT], workspace=str(project), model="demo", mode=None, yes=auto,
                 reject=False, max_turns=None, daemon=None)
-            code = asyncio.run(ask.ask(ask_args))
+            code = asyncio.run(ask.ask(ask_args, env=env))
         fixed = "if not values" in (project / "stats.py").read_text()
         print(f"\nstats.py {'was fixed' if fixed else 'is unchanged'}; "
               f"{'kept in ' + str(project) if args.keep else 'the sample project is removed'}.")

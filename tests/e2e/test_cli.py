@@ -1,4 +1,7 @@
-"""The `heddle` command: version, demo, and `ask` as a real client (non-interactive and on a tty)."""
+"""The `heddle` command: version, demo, and `ask` as a real client (non-interactive and on a tty).
+
+`heddle` here is the console script, as users run it; the demo and `ask` run in a folder full of
+modules named like Heddle's own, which the daemon they start must not import."""
 
 from __future__ import annotations
 
@@ -7,12 +10,15 @@ import pty
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from e2e.test_turns import read_grep_edit
 
+HEDDLE = str(Path(sys.executable).with_name("heddle"))
+
 
 def heddle(args, env, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heddle", *args], env=env, capture_output=True,
+    return subprocess.run([HEDDLE, *args], env=env, capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL, **kw)
 
 
@@ -26,8 +32,8 @@ def test_bare_heddle_without_stdio_prints_usage(daemon_env):
     assert result.returncode == 2 and "usage: heddle" in result.stderr
 
 
-def test_demo_runs_a_multi_step_turn(daemon_env):
-    result = heddle(["demo"], daemon_env)
+def test_demo_runs_a_multi_step_turn(daemon_env, shadowed_workspace):
+    result = heddle(["demo"], daemon_env, cwd=shadowed_workspace)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for line in ["● Read report.py", "● Read stats.py", '● Search "average\\(" in .',
@@ -37,9 +43,10 @@ def test_demo_runs_a_multi_step_turn(daemon_env):
     assert "[completed · 5 model calls" in result.stderr
 
 
-def test_ask_with_yes_edits_and_exits_zero(daemon_env, scripted, workspace):
+def test_ask_with_yes_edits_and_exits_zero(daemon_env, scripted, shadowed_workspace):
+    workspace = shadowed_workspace  # also the working folder: `heddle ask` run in a project
     scripted.add_scenario("edit", read_grep_edit())
-    result = heddle(["ask", "-w", str(workspace), "-m", "edit", "-y", "use an f-string"], daemon_env)
+    result = heddle(["ask", "-m", "edit", "-y", "use an f-string"], daemon_env, cwd=workspace)
     assert result.returncode == 0, result.stderr
     assert "I switched greet to an f-string." in result.stdout
     assert "f'Hello, {name}!'" in (workspace / "app.py").read_text()
@@ -59,7 +66,7 @@ def test_ask_with_no_rejects_and_model_error_exits_nonzero(daemon_env, scripted,
 def test_ask_interactive_reject_with_message(daemon_env, scripted, workspace):
     scripted.add_scenario("edit", read_grep_edit())
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "heddle", "ask", "-w", str(workspace), "-m",
+    proc = subprocess.Popen([HEDDLE, "ask", "-w", str(workspace), "-m",
                              "edit", "go"], env=daemon_env, stdin=slave, stdout=slave,
                             stderr=subprocess.PIPE, text=False)
     os.close(slave)

@@ -36,7 +36,7 @@ class Daemon:
 
     async def start(self) -> Daemon:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "heddle", "serve", env=self.env,
+            sys.executable, "-I", "-m", "heddle", "serve", env=self.env,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL)
         self.conn = Connection(self.proc.stdout, self.proc.stdin)

@@ -3,7 +3,7 @@
 Each test gets its own scripted model server (in a thread), a workspace folder, and a
 Neovim started with `--embed --headless -i NONE`, private XDG folders with the plugin installed
 as a native package, and tests/neovim/init.lua.
-The plugin spawns `python -m heddle serve` itself, through Neovim's LSP client, exactly as a
+The plugin spawns `python -I -m heddle serve` itself, through Neovim's LSP client, exactly as a
 user's Neovim would. Waiting is done inside Neovim with `vim.wait` and a deadline.
 """
 
@@ -140,10 +140,6 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
         "ANTHROPIC_BASE_URL": scripted.url,
         "ANTHROPIC_API_KEY": "scripted",
     }
-    if os.environ.get("PYTHONPATH"):
-        # The daemon runs in the workspace, where relative entries would point elsewhere.
-        env["PYTHONPATH"] = os.pathsep.join(
-            str(Path(p).resolve()) for p in os.environ["PYTHONPATH"].split(os.pathsep) if p)
     for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         Path(env[key]).mkdir(parents=True)
     # Installed as a native package, so Neovim's own startup loads plugin/heddle.lua.
@@ -156,7 +152,8 @@ def editor(tmp_path: Path, workspace: Path, scripted: ScriptedServer) -> Iterato
     argv = ["env", *(f"--unset={name}" for name in unset), *(f"{k}={v}" for k, v in env.items()),
             nvim_binary(), "--embed", "--headless", "-i", "NONE", "-n", "-u", str(INIT)]
     nvim = pynvim.attach("child", argv=argv)
-    editor = Editor(nvim, cmd=[sys.executable, "-m", "heddle", "serve"], workspace=str(workspace))
+    editor = Editor(nvim, cmd=[sys.executable, "-I", "-m", "heddle", "serve"],
+                    workspace=str(workspace))
     try:
         editor.cmd(f"cd {workspace}")
         editor.setup()

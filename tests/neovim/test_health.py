@@ -27,7 +27,7 @@ def test_checkhealth_reports_a_working_setup(editor, workspace: Path) -> None:
         "",
         "Configuration ~",
         "- ✅ OK options are valid",
-        f"- daemon command: {sys.executable} -m heddle serve",
+        f"- daemon command: {sys.executable} -I -m heddle serve",
         "- model: claude-sonnet-4-5",
         "- permission mode: acceptEdits",
         f"- workspace of new sessions: {workspace}",
@@ -57,6 +57,7 @@ def test_checkhealth_reports_bad_options_and_a_missing_daemon(editor) -> None:
     assert daemon[:4] == [
         "- ❌ ERROR `heddle-not-installed` is not an executable",
         "  - ADVICE:",
-        "    - install Heddle (pip install heddle) so that `heddle` is on $PATH",
+        "    - install Heddle from its repository (pip install /path/to/heddle) so that `heddle`"
+        " is on $PATH",
         "    - or set `cmd`, e.g. { '/path/to/venv/bin/heddle', 'serve' }",
     ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -19,8 +18,6 @@ import pytest
 from heddle.scripted import ScenarioError, ScriptedServer, load_scenario
 
 from .conftest import text_step, user
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _exchange(server: ScriptedServer, *raw: bytes) -> list[tuple[int, dict, bytes]]:
@@ -170,9 +167,7 @@ def test_load_scenario_by_name_and_path(tmp_path: Path):
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT / "server"), str(ROOT / "protocol"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "heddle.scripted", *args], env=env,
+    return subprocess.Popen([sys.executable, "-I", "-m", "heddle.scripted", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -15,10 +15,10 @@
 
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import type { Browser } from "playwright-core";
-import { python, startScripted, tempDir, type Scripted } from "../test/support/processes";
+import { heddleScript, startScripted, tempDir, type Scripted } from "../test/support/processes";
 import { startCodeServer, type CodeServer } from "./support/codeServer";
 import { launchBrowser, Workbench } from "./support/workbench";
 
@@ -29,14 +29,6 @@ const SCENARIOS = join(HERE, "test", "scenarios");
 const VSIX = process.env.HEDDLE_VSIX ?? join(HERE, "dist", "heddle.vsix");
 /** A cancelled turn must end within this long after the click. */
 const CANCEL_MS = 3000;
-
-/** How the extension should start the daemon in this checkout. */
-function serverSettings(): Record<string, unknown> {
-  const py = python();
-  if (py.env.PYTHONPATH) return { "heddle.server.pythonPath": py.command };
-  // The installed `heddle` console script next to the venv's python.
-  return { "heddle.server.command": join(dirname(py.command), "heddle") };
-}
 
 function makeWorkspace(root: string, name: string, model: string, files: Record<string, string>): string {
   const folder = join(root, name);
@@ -82,17 +74,15 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
   before(async () => {
     root = tempDir("heddle-e2e-");
     scripted = await startScripted(["vscode-e2e", "vscode-slow"].map((s) => join(SCENARIOS, `${s}.json`)));
-    const py = python();
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
       settings: {
-        ...serverSettings(),
+        "heddle.server.command": heddleScript(),
         "heddle.server.env": {
           ANTHROPIC_BASE_URL: scripted.url,
           ANTHROPIC_API_KEY: "test",
           XDG_STATE_HOME: join(root.path, "daemon-state"),
-          ...py.env,
         },
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": false,

@@ -5,6 +5,7 @@
 
 import * as vscode from "vscode";
 import type manifest from "../package.json";
+import { launchFor, type DaemonLaunch } from "./launch";
 import type { PermissionMode } from "./session";
 
 type Declared = typeof manifest.contributes.configuration.properties;
@@ -17,18 +18,12 @@ function read<T>(key: Key): T {
   return vscode.workspace.getConfiguration(SECTION).get<T>(key) as T;
 }
 
-export interface DaemonLaunch {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-}
+export type { DaemonLaunch } from "./launch";
 
-/** How to start the daemon: `python -m heddle serve` when a Python path is set, else `heddle serve`. */
+/** How to start the daemon: `python -I -m heddle serve` when a Python path is set, else `heddle serve`. */
 export function daemonLaunch(): DaemonLaunch {
-  const pythonPath = read<string>("server.pythonPath").trim();
   const env = read<Record<string, string>>("server.env") ?? {};
-  if (pythonPath) return { command: pythonPath, args: ["-m", "heddle", "serve"], env };
-  return { command: read<string>("server.command").trim() || "heddle", args: ["serve"], env };
+  return launchFor(read<string>("server.pythonPath").trim(), read<string>("server.command").trim(), env);
 }
 
 export function model(): string | undefined {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from typing import Any
 
@@ -12,6 +11,7 @@ import anyio
 from pygls.lsp.server import LanguageServer
 
 import heddle
+from heddle import secret_env
 from heddle.envvars import number
 from heddle.context.windows import Limits, limits_for
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
@@ -37,7 +37,7 @@ class HeddleServer(LanguageServer):
     def __init__(self, env: dict[str, str] | None = None):
         super().__init__("heddle", heddle.__version__, protocol_cls=HeddleProtocol,
                          converter_factory=heddle_converter)
-        env = dict(os.environ if env is None else env)
+        env = secret_env.environ() if env is None else dict(env)  # the held API key included
         self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
         self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None
         self.summary_model = env.get("HEDDLE_SUMMARY_MODEL") or None

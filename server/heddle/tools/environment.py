@@ -1,20 +1,22 @@
-"""The environment tool processes (Bash, hooks) start with: the daemon's, minus its secrets."""
+"""The environment tool processes (Bash, hooks) start with: the daemon's, minus its secrets and
+its model endpoint's settings."""
 
 from __future__ import annotations
 
-import os
 from typing import Iterable, Mapping
 
-SECRET_MARKERS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+from heddle import secret_env
+from heddle.secret_env import MODEL_SECRETS, SECRET_MARKERS, is_secret
 
-
-def is_secret(name: str) -> bool:
-    return any(marker in name.upper() for marker in SECRET_MARKERS)
+__all__ = ["SECRET_MARKERS", "is_secret", "tool_env"]
 
 
 def tool_env(environ: Mapping[str, str] | None = None, pass_env: Iterable[str] = ()) -> dict[str, str]:
-    """`environ` (default: this process's) without variables that look like secrets, except
-    those named in `pass_env` (the `tools.pass_env` setting)."""
-    environ = os.environ if environ is None else environ
-    allowed = set(pass_env)
-    return {k: v for k, v in environ.items() if k in allowed or not is_secret(k)}
+    """`environ` (default: this process's as it was started, secrets included) without
+    variables that look like secrets and without `ANTHROPIC_*` (the daemon's model endpoint is
+    not the tools'), except those named in `pass_env` (the `tools.pass_env` setting). The model
+    credentials (`MODEL_SECRETS`) are never passed on, whatever `pass_env` says."""
+    environ = secret_env.environ() if environ is None else environ
+    allowed = set(pass_env).difference(MODEL_SECRETS)
+    return {k: v for k, v in environ.items()
+            if k in allowed or not (is_secret(k) or k.startswith("ANTHROPIC_"))}

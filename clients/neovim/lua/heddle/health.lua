@@ -37,7 +37,7 @@ local function check_daemon(config)
   local exe = vim.fn.exepath(cmd[1])
   if exe == '' then
     health.error(('`%s` is not an executable'):format(cmd[1]), {
-      'install Heddle (pip install heddle) so that `heddle` is on $PATH',
+      'install Heddle from its repository (pip install /path/to/heddle) so that `heddle` is on $PATH',
       "or set `cmd`, e.g. { '/path/to/venv/bin/heddle', 'serve' }",
     })
     return

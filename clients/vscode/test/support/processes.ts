@@ -6,23 +6,27 @@
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import {
   createMessageConnection,
   StreamMessageReader,
   StreamMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
+import { launchFor, type DaemonLaunch } from "../../src/launch";
 import type { ServerHeddleCapabilities } from "../../src/protocol.generated";
 
 /** The repository root (tests run bundled, from clients/vscode/out/<dir>/). */
 export const REPO = resolve(__dirname, "..", "..", "..", "..");
 
-/** How to run Heddle's Python: HEDDLE_PYTHON, else the repo's .venv. */
-export function python(): { command: string; env: Record<string, string> } {
-  const command = process.env.HEDDLE_PYTHON ?? join(REPO, ".venv", "bin", "python");
-  const extra: Record<string, string> = process.env.HEDDLE_PYTHONPATH ? { PYTHONPATH: process.env.HEDDLE_PYTHONPATH } : {};
-  return { command, env: extra };
+/** The Python that has Heddle installed: HEDDLE_PYTHON, else the repo's .venv. */
+export function python(): string {
+  return process.env.HEDDLE_PYTHON ?? join(REPO, ".venv", "bin", "python");
+}
+
+/** The `heddle` console script installed next to that Python. */
+export function heddleScript(): string {
+  return join(dirname(python()), "heddle");
 }
 
 export function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -101,12 +105,8 @@ export interface Scripted {
 
 /** Start `python -m heddle.scripted` serving the scenario files given. */
 export async function startScripted(scenarioFiles: string[], log?: (line: string) => void): Promise<Scripted> {
-  const py = python();
-  const args = ["-m", "heddle.scripted", "--port", "0", "--quiet", ...scenarioFiles.flatMap((f) => ["--scenario", f])];
-  const child = spawnGroup(py.command, args, {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...py.env },
-  });
+  const args = ["-I", "-m", "heddle.scripted", "--port", "0", "--quiet", ...scenarioFiles.flatMap((f) => ["--scenario", f])];
+  const child = spawnGroup(python(), args, { stdio: ["ignore", "pipe", "pipe"] });
   child.stderr!.setEncoding("utf8").on("data", (text: string) => log?.(text));
   const url = await deadline(
     new Promise<string>((resolveUrl, reject) => {
@@ -135,13 +135,19 @@ export interface DaemonProcess {
   stop(): Promise<void>;
 }
 
-/** Start the real daemon over stdio and run `initialize`, announcing permission requests. */
-export async function startDaemon(env: Record<string, string>, cwd: string): Promise<DaemonProcess> {
-  const py = python();
-  const child = spawnGroup(py.command, ["-m", "heddle", "serve"], {
+/**
+ * Start the real daemon over stdio, as the extension does (by default its `heddle.server.pythonPath`
+ * launch), and run `initialize`, announcing permission requests.
+ */
+export async function startDaemon(
+  env: Record<string, string>,
+  cwd: string,
+  launch: DaemonLaunch = launchFor(python(), "", {}),
+): Promise<DaemonProcess> {
+  const child = spawnGroup(launch.command, launch.args, {
     cwd,
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, ...py.env, ...env },
+    env: { ...process.env, ...launch.env, ...env },
   });
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (text: string) => {

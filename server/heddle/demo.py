@@ -8,7 +8,6 @@ a scripted model instead of a paid one. No API key is needed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
 import sys
@@ -44,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             ask_args = argparse.Namespace(
                 prompt=[PROMPT], workspace=str(project), model="demo", mode=None, yes=auto,
                 reject=False, max_turns=None, daemon=None)
-            code = asyncio.run(ask.ask(ask_args))
+            code = ask.run(ask_args)
         fixed = "if not values" in (project / "stats.py").read_text()
         print(f"\nstats.py {'was fixed' if fixed else 'is unchanged'}; "
               f"{'kept in ' + str(project) if args.keep else 'the sample project is removed'}.")

@@ -1,4 +1,4 @@
-"""The reaper: a tiny process that kills every tool process group when the daemon dies.
+"""The reaper: a tiny process that kills every tool process when the daemon dies.
 
 Bash commands and hooks run in process groups of their own (so a terminal's Ctrl-C never
 reaches them and a cancel can kill a whole tree). The daemon kills those groups itself when a
@@ -6,15 +6,18 @@ command ends or is cancelled, but if the daemon dies abruptly (SIGKILL, a crash,
 killer) nothing would: a long `npm test` would run on with no one to reap it. A parent-death
 signal is no answer, since it reaches only the direct child, not the grandchildren in its group.
 
-So the first tool process starts the reaper: `python -I -S` running this file, in a session
-of its own, with a pipe from the daemon as its stdin. The daemon writes `+PGID` when a group
-starts and `-PGID` once it has killed it. When the pipe reaches end of file — the daemon exited,
-however it happened: only the daemon holds the pipe's write end — the reaper SIGKILLs every group
-still registered and exits. On a normal exit the daemon closes the pipe and waits for it.
+So before its first tool process the daemon starts the reaper: `python -I -S` running this
+file, in a session of its own, with a pipe from the daemon as its stdin. The daemon writes
+`+PGID` when a group starts and `-PGID` once it has killed it. When the pipe reaches end of
+file — the daemon exited, however it happened: only the daemon holds the pipe's write end — the
+reaper SIGKILLs every group still registered and exits. On a normal exit the daemon closes the
+pipe and waits for it.
 
-One narrow window remains: a daemon killed between starting a group and registering it (the
-same step of the event loop) leaves that group alone. A process that leaves its group (`setsid`)
-is not followed.
+Registering a group takes the daemon a few steps of its event loop after the process started,
+and a daemon killed in between would miss it. So every tool process also carries a mark in its
+environment (`HEDDLE_REAPER_MARK`, which its children inherit), and the reaper kills whatever
+process still has it. A process that drops its environment and leaves its group (`setsid env
+-i ...`) is not followed.
 
 This file imports only the standard library: the reaper runs it without Heddle on its path.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -32,6 +36,10 @@ log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT = 2.0
 """Seconds the daemon waits for the reaper to exit after closing its pipe."""
+MARK = "HEDDLE_REAPER_MARK"
+"""The environment variable every tool process of a daemon carries, with that daemon's value."""
+SCAN_PASSES = 5
+"""Sweeps for marked processes (one forking while the reaper sweeps is caught by the next)."""
 
 
 def kill_groups(groups: set[int] | list[int]) -> None:
@@ -42,12 +50,32 @@ def kill_groups(groups: set[int] | list[int]) -> None:
             pass
 
 
-def main() -> None:
+def kill_marked(mark: bytes) -> int:
+    """SIGKILL every process whose environment holds `mark` (`NAME=value`); how many."""
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                marked = mark in f.read().split(b"\0")
+            if marked:
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+        except OSError:  # gone, or not ours to read
+            continue
+    return killed
+
+
+def main(mark: str) -> None:
     """The reaper process: read `+PGID`/`-PGID` lines until end of input, then kill the rest."""
     groups: set[int] = set()
 
     def finish(*_: object) -> None:
         kill_groups(groups)
+        for _ in range(SCAN_PASSES):
+            if not kill_marked(f"{MARK}={mark}".encode()):
+                break
         os._exit(0)
 
     # A terminal's signals are not meant for the reaper (it is in a session of its own anyway);
@@ -77,14 +105,16 @@ def main() -> None:
 
 
 class Reaper:
-    """The daemon's side: starts the reaper at the first group and tells it about each group.
+    """The daemon's side: starts the reaper before the first tool process and tells it about
+    each group.
 
     Writes are a few bytes to a pipe the reaper keeps draining, so they never block for long;
     a reaper that died (someone killed it) is replaced at the next write, with every live group.
     """
 
-    def __init__(self, command: list[str] | None = None):
-        self._command = command or [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+    def __init__(self) -> None:
+        self.mark = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self._command = [sys.executable, "-I", "-S", os.path.abspath(__file__), self.mark]
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._groups: set[int] = set()
@@ -94,6 +124,16 @@ class Reaper:
     def pid(self) -> int | None:
         """The reaper's pid, None before the first group (for tests and the log)."""
         return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Have the reaper running before a tool process starts (once; a no-op after)."""
+        with self._lock:
+            if self._proc is None:
+                self._start()
+
+    def env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """`env` (None: this process's) with this daemon's mark, for a tool process."""
+        return {**(os.environ if env is None else env), MARK: self.mark}
 
     def watch(self, pgid: int) -> None:
         """A tool process group started: kill it if the daemon dies."""
@@ -170,4 +210,4 @@ REAPER = Reaper()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1])

@@ -76,10 +76,13 @@ class HeadTail:
         return f"{head}\n\n[... {self.dropped} bytes omitted ...]\n\n{tail}"
 
 
-async def open_group(command: list[str], **kwargs) -> anyio.abc.Process:
-    """Start `command` as the leader of a new session and process group that the reaper kills
-    if the daemon dies; release it with `reap`."""
-    process = await anyio.open_process(command, start_new_session=True, **kwargs)
+async def open_group(command: list[str], env: dict[str, str] | None,
+                     **kwargs) -> anyio.abc.Process:
+    """Start `command` (with `env`; None: the daemon's) as the leader of a new session and
+    process group that the reaper kills if the daemon dies; release it with `reap`."""
+    REAPER.start()
+    process = await anyio.open_process(command, env=REAPER.env(env), start_new_session=True,
+                                       **kwargs)
     REAPER.watch(process.pid)
     return process
 

@@ -89,6 +89,19 @@ async def test_tool_processes_die_with_a_killed_daemon(daemon, scripted, workspa
     print(f"tool tree gone {time.monotonic() - started:.2f} s after SIGKILL")
 
 
+async def test_hook_processes_die_with_a_killed_daemon(daemon, scripted, workspace):
+    (workspace / ".heddle").mkdir()
+    (workspace / ".heddle" / "settings.toml").write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\ntimeout = 120\n'
+        f"command = {json.dumps('cat > /dev/null; ' + TREE)}\n")
+    _, pids = await start_tool_tree(daemon, scripted, workspace, "true")  # the hook's tree
+
+    daemon.proc.kill()
+    await daemon.proc.wait()
+
+    assert await all_dead(pids, within=10)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 async def test_a_signal_cancels_turns_then_exits(daemon, scripted, workspace, daemon_env, sig):
     sid, pids = await start_tool_tree(daemon, scripted, workspace)

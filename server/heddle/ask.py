@@ -117,10 +117,16 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
         env = dict(os.environ)
         env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
-        proc = await asyncio.create_subprocess_exec(
-            *daemon_command(args), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-            limit=64 * 1024 * 1024, start_new_session=True)
+        command = daemon_command(args)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+                start_new_session=True)
+        except OSError as exc:
+            print(f"heddle: cannot start the daemon ({command[0]}): {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 1
         try:
             return await _with_daemon(args, out, proc, ctrl_c)
         finally:

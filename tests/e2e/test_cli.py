@@ -149,6 +149,11 @@ def test_ask_shows_what_a_daemon_that_died_wrote(daemon_env, workspace):
     assert result.returncode == 1
     assert result.stderr == ("heddle: the daemon stopped unexpectedly (exit code 3):\n"
                              "  something broke\n")
+    missing = heddle(["ask", "-w", str(workspace), "--daemon", "/nonexistent/heddle", "hi"],
+                     daemon_env)
+    assert missing.returncode == 1
+    assert missing.stderr == ("heddle: cannot start the daemon (/nonexistent/heddle): "
+                              "No such file or directory\n")
 
 
 # -- Ctrl-C on a real terminal ------------------------------------------------------------------

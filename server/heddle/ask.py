@@ -1,24 +1,58 @@
-"""`heddle ask`: a terminal client. Spawns the daemon, runs one turn, streams it to the terminal."""
+"""`heddle ask`: a terminal client. Spawns the daemon, runs one turn, streams it to the terminal.
+
+The daemon runs in a session of its own, so a Ctrl-C at the terminal reaches this client only:
+the first one sends `turn/cancel` (the turn resolves `cancelled`, its tool processes are killed,
+exit 130), a second one quits at once (the daemon is killed, and its reaper kills the tool
+processes). The daemon logs to its log file; what it writes to stderr is shown only when it
+stops without saying why.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from heddle import secret_env
 from heddle.client import Connection, RpcError
 from heddle.launch import python_command
+from heddle.terminal import Renderer, TerminalLines, ask_user, show_request
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
+INTERRUPTED = 130
 SHUTDOWN_TIMEOUT = 5.0
+STDERR_LINES = 20
+"""Lines of the daemon's stderr kept, to show if it stops without saying why."""
+
+EPILOG = """\
+environment:
+  ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
+  ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); for a
+                       local model server any non-empty ANTHROPIC_API_KEY will do
+  HEDDLE_MODEL         the model when -m is not given
+  (README.md lists the others)
+
+On a terminal, every edit and command that needs permission is asked about. Without one (a
+pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits allows edits,
+--mode bypassPermissions allows everything.
+
+Ctrl-C cancels the turn; a second Ctrl-C quits at once.
+Exit status: 0 the turn completed, 130 it was cancelled, 1 anything else.
+"""
+
+NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
+               "it was rejected. To answer without asking, run with -y (allow), --no (reject), "
+               "--mode acceptEdits (allow edits) or --mode bypassPermissions (allow everything).")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("prompt", nargs="+", help="what to ask")
     p.add_argument("-w", "--workspace", default=".", help="workspace folder (default: the current one)")
     p.add_argument("-m", "--model", help="model id (default: HEDDLE_MODEL or the daemon's default)")
@@ -38,103 +72,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="continue the most recent session of the workspace")
 
 
-class Renderer:
-    """Prints a turn's events to a terminal: text as it streams, tools on their own lines."""
+class CtrlC:
+    """SIGINT while `heddle ask` runs: the first press cancels the running turn (or quits, if
+    none runs), the next one quits."""
 
-    def __init__(self, out: TextIO, color: bool):
-        self.out = out
-        self.color = color
-        self.at_line_start = True
-        self.titles: dict[str, str] = {}
+    def __init__(self) -> None:
+        self.presses = 0
+        self.cancel: Callable[[], None] | None = None
+        """Cancels the running turn; None while no turn runs."""
+        self.quit = asyncio.Event()
 
-    def _c(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
-
-    def _line(self, text: str) -> None:
-        if not self.at_line_start:
-            self.out.write("\n")
-        self.out.write(text + "\n")
-        self.at_line_start = True
-
-    def event(self, params: dict[str, Any]) -> None:
-        ev = params.get("event", {})
-        kind = ev.get("kind")
-        if kind == "textDelta":
-            self.out.write(ev["text"])
-            self.at_line_start = ev["text"].endswith("\n")
-        elif kind == "toolCallInput":
-            self.titles[ev["toolCallId"]] = ev["title"]
-            self._line(self._c("1;36", f"● {ev['title']}"))
-        elif kind == "toolCallFinished":
-            mark = {"ok": "└", "error": "✗", "rejected": "✗", "cancelled": "✗"}[ev["status"]]
-            colour = "2" if ev["status"] == "ok" else "31"
-            self._line(self._c(colour, f"  {mark} {ev['status'] if ev['status'] != 'ok' else ''}"
-                               f"{': ' if ev['status'] != 'ok' else ''}{ev['summary']}"))
-        elif kind == "permissionAnswered" and ev.get("reason"):
-            self._line(self._c("33", f"  permission {ev['decision']}: {ev['reason']}"))
-        elif kind == "retry":
-            err = ev["error"]
-            self._line(self._c("33", f"  retrying in {ev['delayMs'] / 1000:.1f} s "
-                               f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {err['message']}"))
-        elif kind == "error":
-            self._line(self._c("31", f"error: {ev['error']['message']}"))
-        elif kind == "todo":
-            marks = {"completed": "☒", "inProgress": "◐", "pending": "☐"}
-            self._line(self._c("1", "Plan:"))
-            for item in ev.get("todos", []):
-                self._line(f"  {marks.get(item.get('status'), '☐')} {item.get('content', '')}")
-        elif kind == "agent":
-            inner = ev.get("event", {})
-            if inner.get("kind") == "toolCallInput":
-                self._line(self._c("36", f"    ↳ {inner['title']}"))
-        elif kind == "modelFallback":
-            self._line(self._c("33", f"  {ev['fromModel']} is overloaded; continuing with "
-                               f"{ev['toModel']}"))
-        elif kind == "compaction":
-            self._line(self._c("2", f"  (context {ev['layer']}: {ev['tokensBefore']:,} -> "
-                               f"{ev['tokensAfter']:,} tokens)"))
-        self.out.flush()
-
-    def diff(self, text: str) -> None:
-        for line in text.splitlines():
-            code = "32" if line.startswith("+") else "31" if line.startswith("-") else "2"
-            self._line("    " + self._c(code, line))
+    def pressed(self) -> None:
+        self.presses += 1
+        if self.presses == 1 and self.cancel is not None:
+            self.cancel()
+        else:
+            self.quit.set()
 
 
-def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> None:
-    preview = params.get("preview") or {}
-    renderer._line(renderer._c("1;33", f"{heading} {params['title']}"))
-    if preview.get("kind") == "diff":
-        renderer.diff(preview["diff"])
-    elif preview.get("kind") == "command":
-        renderer._line(f"    $ {preview['command']}    (in {preview['cwd']})")
+class StderrTail:
+    """The last lines the daemon wrote to stderr (read all along, so it never blocks)."""
 
+    def __init__(self, stream: asyncio.StreamReader):
+        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self.task = asyncio.ensure_future(self._read(stream))
 
-async def _ask_user(renderer: Renderer, params: dict[str, Any]) -> dict[str, Any]:
-    show_request(renderer, params, "? Allow")
-    rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
-    always = f"  [a] always allow {rule}" if rule else ""  # none for Heddle's own settings
-    question = f"  [y] allow once{always}  [n] reject > "
-    loop = asyncio.get_running_loop()
-    while True:
-        renderer.out.write(question)
-        renderer.out.flush()
-        line = await loop.run_in_executor(None, sys.stdin.readline)
-        choice = line.strip().lower()
-        if not line or choice in ("n", "no", "reject"):
-            message = ""
-            if line:
-                renderer.out.write("  message for the agent (optional) > ")
-                renderer.out.flush()
-                message = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
-            renderer.at_line_start = True
-            return {"decision": "reject", **({"message": message} if message else {})}
-        if choice in ("y", "yes"):
-            renderer.at_line_start = True
-            return {"decision": "allowOnce"}
-        if rule and choice in ("a", "always"):
-            renderer.at_line_start = True
-            return {"decision": "allowAlways", "rule": rule}
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        try:
+            while line := await stream.readline():
+                self.lines.append(line.decode(errors="replace").rstrip())
+        except (ValueError, ConnectionError):  # a line past the stream's limit: stop keeping
+            pass
 
 
 def daemon_command(args: argparse.Namespace) -> list[str]:
@@ -148,15 +116,62 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
               env: dict[str, str] | None = None) -> int:
     """One turn; `env` is the daemon's environment (default: this process's as it started,
     with the secrets `secret_env` holds: the daemon takes them out of its own at once)."""
-    workspace = str(Path(args.workspace).resolve())
-    interactive = not args.yes and not args.reject and sys.stdin.isatty()
-    env = secret_env.environ() if env is None else dict(env)
-    env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
-    proc = await asyncio.create_subprocess_exec(
-        *daemon_command(args), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        env=env, limit=64 * 1024 * 1024)
+    loop = asyncio.get_running_loop()
+    ctrl_c = CtrlC()
+    loop.add_signal_handler(signal.SIGINT, ctrl_c.pressed)
+    try:
+        env = secret_env.environ() if env is None else dict(env)
+        env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
+        command = daemon_command(args)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+                start_new_session=True)
+        except OSError as exc:
+            print(f"heddle: cannot start the daemon ({command[0]}): {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 1
+        try:
+            return await _with_daemon(args, out, proc, ctrl_c)
+        finally:
+            if proc.returncode is None:  # quitting: its reaper kills the tool processes
+                proc.kill()
+                await proc.wait()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _with_daemon(args: argparse.Namespace, out: TextIO,
+                       proc: asyncio.subprocess.Process, ctrl_c: CtrlC) -> int:
+    """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
     conn = Connection(proc.stdout, proc.stdin)
+    stderr = StderrTail(proc.stderr)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ)
+    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr))
+    quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
+    try:
+        await asyncio.wait([talk, quit_], return_when=asyncio.FIRST_COMPLETED)
+        if talk.done():
+            code = talk.result()
+            stop = asyncio.ensure_future(_stop(conn, proc))
+            await asyncio.wait([stop, quit_], return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            return code
+        renderer.end_line()
+        print("heddle: quit", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        for task in (talk, quit_, stderr.task):
+            task.cancel()
+        await asyncio.gather(talk, quit_, return_exceptions=True)
+
+
+async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subprocess.Process,
+                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail) -> int:
+    workspace = str(Path(args.workspace).resolve())
+    interactive = sys.stdin.isatty()
+    lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
     errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
 
@@ -164,38 +179,48 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
         if params.get("type") == 1:
             errors.append(str(params.get("message")))
         elif params.get("type") == 2:  # a warning, such as untrusted project settings
+            renderer.end_line()
             print(f"heddle: warning: {params.get('message')}", file=sys.stderr)
 
     conn.on_notification("window/showMessage", show_message)
+    hinted = False
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal hinted
         if args.yes:
             show_request(renderer, params, "  allowed (--yes):")
             return {"decision": "allowOnce"}
         if args.reject:
             return {"decision": "reject", "message": "Rejected by --no (non-interactive run)."}
-        return await _ask_user(renderer, params)
+        if lines is None:
+            if not hinted:
+                renderer.end_line()
+                print(NO_TERMINAL.format(title=params["title"]), file=sys.stderr)
+                hinted = True
+            return {"decision": "reject", "message": "The user cannot be asked (no terminal), "
+                    "so this was rejected."}
+        return await ask_user(renderer, lines, params)
+
+    def cancel() -> None:
+        conn.notify("turn/cancel", {"sessionId": session["sessionId"]})
+        renderer.end_line()
+        print("heddle: cancelling the turn (Ctrl-C again to quit at once)", file=sys.stderr)
 
     conn.on_request("permission/request", on_permission)
     try:
         await conn.request("initialize", {
             "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "heddle ask"},
-            "capabilities": {"experimental": {"heddle": {
-                "permissionRequests": bool(interactive or args.yes or args.reject)}}}})
+            "capabilities": {"experimental": {"heddle": {"permissionRequests": True}}}})
         conn.notify("initialized", {})
         session = await _open_session(conn, args, workspace, renderer)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
-        turn = asyncio.ensure_future(conn.request("turn/start", turn_params))
-        loop = asyncio.get_running_loop()
-        cancel = lambda: conn.notify("turn/cancel", {"sessionId": session["sessionId"]})  # noqa: E731
-        loop.add_signal_handler(signal.SIGINT, cancel)
+        ctrl_c.cancel = cancel
         try:
-            result = await turn
+            result = await conn.request("turn/start", turn_params)
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
-        if not renderer.at_line_start:
-            out.write("\n")
+            ctrl_c.cancel = None
+        renderer.end_line()
         usage = result["usage"]
         summary = (f"[{result['reason']}"
                    + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
@@ -205,11 +230,25 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
         if result.get("error"):
             print(f"heddle: {result['error']['message']}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
-    except (RpcError, ConnectionError) as exc:
-        print(f"heddle: {errors[-1] if errors else exc}", file=sys.stderr)
+    except RpcError as exc:
+        renderer.end_line()
+        print(f"heddle: {errors[-1] if errors else exc.message}", file=sys.stderr)
         return 1
-    finally:
-        await _stop(conn, proc)
+    except ConnectionError:
+        renderer.end_line()
+        try:
+            await asyncio.wait_for(asyncio.shield(stderr.task), SHUTDOWN_TIMEOUT)
+            await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
+        except asyncio.TimeoutError:
+            pass
+        if errors:
+            print(f"heddle: {errors[-1]}", file=sys.stderr)
+        else:
+            print(f"heddle: the daemon stopped unexpectedly (exit code {proc.returncode})"
+                  + (":" if stderr.lines else ""), file=sys.stderr)
+            for line in stderr.lines:
+                print(f"  {line}", file=sys.stderr)
+        return 1
 
 
 async def _open_session(conn: Connection, args: argparse.Namespace, workspace: str,
@@ -233,6 +272,14 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         renderer.event = printing
     print(f"[continuing session {loaded['sessionId']}: {loaded['title']} "
           f"({loaded['turns']} turns)]", file=sys.stderr)
+    # A loaded session keeps the model and mode it was created with (session/load takes
+    # neither), so say so rather than drop the option silently.
+    if args.model and args.model != loaded["model"]:
+        print(f"heddle: -m {args.model} is ignored: a continued session keeps its model "
+              f"({loaded['model']})", file=sys.stderr)
+    if args.mode and args.mode != loaded["permissionMode"]:
+        print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
+              f"({loaded['permissionMode']})", file=sys.stderr)
     return loaded
 
 
@@ -250,5 +297,8 @@ async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
-def run(args: argparse.Namespace) -> int:
-    return asyncio.run(ask(args))
+def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    try:
+        return asyncio.run(ask(args, env=env))
+    except KeyboardInterrupt:  # a Ctrl-C before the handler was set up or after it was removed
+        return INTERRUPTED

@@ -33,6 +33,7 @@ class Connection:
         self._pending: dict[int, asyncio.Future] = {}
         self._notify: dict[str, Callable[[Any], None]] = {}
         self._requests: dict[str, Handler] = {}
+        self._answering: dict[Any, asyncio.Task] = {}
         self._closed = asyncio.Event()
         self._reader_task = asyncio.ensure_future(self._read_loop())
 
@@ -94,7 +95,15 @@ class Connection:
 
     def _dispatch(self, message: dict) -> None:
         if "method" in message and "id" in message:
-            asyncio.ensure_future(self._answer(message))
+            msg_id = message["id"]
+            task = self._answering[msg_id] = asyncio.ensure_future(self._answer(message))
+            task.add_done_callback(lambda _: self._answering.pop(msg_id, None))
+        elif message.get("method") == "$/cancelRequest":
+            # The daemon withdrew a request (its turn was cancelled, or it timed out): stop
+            # answering it. It has forgotten the request, so no reply is sent.
+            task = self._answering.get((message.get("params") or {}).get("id"))
+            if task is not None:
+                task.cancel()
         elif "method" in message:
             fn = self._notify.get(message["method"])
             if fn is not None:

@@ -8,7 +8,6 @@ a scripted model instead of a paid one. No API key is needed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import shutil
 import sys
 import tempfile
@@ -45,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             ask_args = argparse.Namespace(
                 prompt=[PROMPT], workspace=str(project), model="demo", mode=None, yes=auto,
                 reject=False, max_turns=None, daemon=None)
-            code = asyncio.run(ask.ask(ask_args, env=env))
+            code = ask.run(ask_args, env=env)
         fixed = "if not values" in (project / "stats.py").read_text()
         print(f"\nstats.py {'was fixed' if fixed else 'is unchanged'}; "
               f"{'kept in ' + str(project) if args.keep else 'the sample project is removed'}.")

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import pty
+import select
+import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from e2e.test_turns import read_grep_edit
+from procs import alive, wait_dead
 
 HEDDLE = str(Path(sys.executable).with_name("heddle"))
 
@@ -61,6 +64,8 @@ def test_ask_with_no_rejects_and_model_error_exits_nonzero(daemon_env, scripted,
     failed = heddle(["ask", "-w", str(workspace), "-m", "down", "hi"], daemon_env)
     assert failed.returncode == 1
     assert "[modelError" in failed.stderr
+    said = failed.stderr.rsplit("heddle: ", 1)[1].strip()
+    assert said and (failed.stdout + failed.stderr).count(said) == 1  # once, not the daemon too
 
 
 def test_ask_interactive_reject_with_message(daemon_env, scripted, workspace):
@@ -101,8 +106,11 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     first = heddle(["ask", "-w", str(workspace), "-m", "chat", "remember 42"], daemon_env)
     assert first.returncode == 0 and "First answer." in first.stdout
     session_id = first.stderr.rsplit("session ", 1)[1].split()[0]
-    second = heddle(["ask", "-w", str(workspace), "-c", "what number?"], daemon_env)
+    second = heddle(["ask", "-w", str(workspace), "-c", "-m", "other", "what number?"],
+                    daemon_env)
     assert second.returncode == 0, second.stderr
+    assert ("heddle: -m other is ignored: a continued session keeps its model (chat)"
+            in second.stderr)
     assert "Second answer." in second.stdout and "First answer." not in second.stdout
     assert f"continuing session {session_id}: remember 42 (1 turns)" in second.stderr
     sent = scripted.requests_for("chat")[1].body["messages"]
@@ -119,3 +127,181 @@ def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):
     assert ("heddle: Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, "
             "not 'lots'") in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_ask_help_names_the_endpoint_variables(daemon_env):
+    result = heddle(["ask", "--help"], daemon_env)
+    assert result.returncode == 0
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "-y", "--no", "--mode"):
+        assert name in result.stdout
+
+
+def test_ask_without_a_terminal_says_how_to_answer(daemon_env, scripted, workspace):
+    scripted.add_scenario("edit", read_grep_edit())
+    result = heddle(["ask", "-w", str(workspace), "-m", "edit", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    hint = [line for line in result.stderr.splitlines() if "needs permission" in line]
+    assert hint == ["heddle: Edit app.py needs permission, but stdin is not a terminal to ask "
+                    "on, so it was rejected. To answer without asking, run with -y (allow), "
+                    "--no (reject), --mode acceptEdits (allow edits) or --mode "
+                    "bypassPermissions (allow everything)."]
+    assert "'Hello, ' + name" in (workspace / "app.py").read_text()
+
+
+def test_ask_shows_what_a_daemon_that_died_wrote(daemon_env, workspace):
+    dying = f"{sys.executable} -c " + shlex.quote(
+        "import sys; sys.stdin.read(1); print('something broke', file=sys.stderr); sys.exit(3)")
+    result = heddle(["ask", "-w", str(workspace), "--daemon", dying, "hi"], daemon_env)
+    assert result.returncode == 1
+    assert result.stderr == ("heddle: the daemon stopped unexpectedly (exit code 3):\n"
+                             "  something broke\n")
+    missing = heddle(["ask", "-w", str(workspace), "--daemon", "/nonexistent/heddle", "hi"],
+                     daemon_env)
+    assert missing.returncode == 1
+    assert missing.stderr == ("heddle: cannot start the daemon (/nonexistent/heddle): "
+                              "No such file or directory\n")
+
+
+# -- Ctrl-C on a real terminal ------------------------------------------------------------------
+
+AS_SESSION_LEADER = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+                     "os.execv(sys.executable, [sys.executable, '-m', 'heddle', *sys.argv[1:]])")
+"""Make stdin (the pty) the controlling terminal, then become `heddle`: a typed Ctrl-C is then
+SIGINT for the terminal's foreground process group, as for a user."""
+
+
+class Terminal:
+    """`heddle ask` on a pseudo-terminal of its own."""
+
+    def __init__(self, args: list[str], env: dict[str, str]):
+        master, slave = pty.openpty()
+        self.proc = subprocess.Popen([sys.executable, "-c", AS_SESSION_LEADER, *args], env=env,
+                                     stdin=slave, stdout=slave, stderr=slave,
+                                     start_new_session=True)
+        os.close(slave)
+        self.master = master
+        self.seen = b""
+
+    def _read(self, until: float) -> bool:
+        ready, _, _ = select.select([self.master], [], [], max(0.0, until - time.monotonic()))
+        if not ready:
+            return True
+        try:
+            chunk = os.read(self.master, 4096)
+        except OSError:  # EIO: every process holding the terminal has closed it
+            chunk = b""
+        self.seen += chunk
+        return bool(chunk)
+
+    def expect(self, text: bytes, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            assert time.monotonic() < deadline and self._read(deadline), \
+                f"never saw {text!r} in {self.text()}"
+
+    def type(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def wait(self, timeout: float = 30) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._read(deadline):
+            pass
+        return self.proc.wait(max(0.1, deadline - time.monotonic()))
+
+    def daemon_pid(self) -> int:
+        (pid,) = [int(c) for task in Path(f"/proc/{self.proc.pid}/task").iterdir()
+                  for c in (task / "children").read_text().split()]
+        return pid
+
+    def text(self) -> str:
+        return self.seen.decode(errors="replace")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        os.close(self.master)
+
+
+def ctrl_c_then_exit(term: Terminal) -> tuple[int, float]:
+    started = time.monotonic()
+    term.type(b"\x03")
+    code = term.wait()
+    return code, time.monotonic() - started
+
+
+def assert_clean(term: Terminal) -> None:
+    assert "Traceback" not in term.text() and "KeyboardInterrupt" not in term.text()
+    assert "-32800" not in term.text()
+
+
+def test_ctrl_c_at_a_permission_prompt_cancels_the_turn(daemon_env, scripted, workspace):
+    scripted.add_scenario("p", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch ran"}}]},
+        {"content": [{"type": "text", "text": "Never sent."}]}]})
+    term = Terminal(["ask", "-w", str(workspace), "-m", "p", "go"], daemon_env)
+    try:
+        term.expect(b"[n] reject > ")
+        daemon = term.daemon_pid()
+        code, took = ctrl_c_then_exit(term)  # and no Enter: it must not wait for one
+    finally:
+        term.close()
+    print(f"exit {code} {took:.2f} s after Ctrl-C at the prompt")
+    assert code == 130, term.text()
+    assert "[cancelled during tools" in term.text()
+    assert_clean(term)
+    assert not (workspace / "ran").exists()
+    assert wait_dead([daemon], time.monotonic() + 10) == []
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "(turn/cancel)" in log and "SIGINT" not in log  # the Ctrl-C reached heddle ask only
+
+
+def test_ctrl_c_while_a_command_runs_kills_it(daemon_env, scripted, workspace):
+    command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    scripted.add_scenario("t", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        {"content": [{"type": "text", "text": "Never sent."}]}]})
+    term = Terminal(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
+    try:
+        pids = [int(wait_for_text(workspace / f"{name}.pid")) for name in ("shell", "child")]
+        assert all(alive(p) for p in pids)
+        daemon = term.daemon_pid()
+        code, took = ctrl_c_then_exit(term)
+    finally:
+        term.close()
+    print(f"exit {code} {took:.2f} s after Ctrl-C during a command")
+    assert code == 130, term.text()
+    assert "✗ cancelled" in term.text() and "[cancelled during tools" in term.text()
+    assert_clean(term)
+    assert wait_dead(pids + [daemon], time.monotonic() + 10) == []
+
+
+def test_a_second_ctrl_c_quits_at_once(daemon_env, scripted, workspace):
+    # the command ignores SIGTERM, so the cancel waits its kill grace: time for a second Ctrl-C
+    command = "trap '' TERM; sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    scripted.add_scenario("t", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        {"content": [{"type": "text", "text": "Never sent."}]}]})
+    term = Terminal(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
+    try:
+        pids = [int(wait_for_text(workspace / f"{name}.pid")) for name in ("shell", "child")]
+        daemon = term.daemon_pid()
+        term.type(b"\x03")
+        term.expect(b"Ctrl-C again to quit at once")
+        code, took = ctrl_c_then_exit(term)
+    finally:
+        term.close()
+    print(f"exit {code} {took:.2f} s after the second Ctrl-C")
+    assert code == 130, term.text()
+    assert "heddle: quit" in term.text()
+    assert "[cancelled" not in term.text()  # it did not wait for the turn to end
+    assert_clean(term)
+    assert wait_dead(pids + [daemon], time.monotonic() + 10) == []
+
+
+def wait_for_text(path: Path, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    return path.read_text().strip()

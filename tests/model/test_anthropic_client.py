@@ -154,6 +154,16 @@ async def test_connection_refused_is_retried_then_fails(scripted):
     with pytest.raises(ModelError) as err:
         await collect(m, "s")
     assert err.value.info.code == "connection"
+    assert err.value.info.message == "cannot connect to http://127.0.0.1:9 (connection refused)"
+
+
+async def test_an_unknown_host_is_named_with_the_resolvers_reason():
+    m = clients.model(FAST, api_key="k", base_url="http://heddle-test.invalid:8080/v1")
+    with pytest.raises(ModelError) as err:
+        await collect(m, "s")
+    assert err.value.info.message.startswith(
+        "cannot connect to http://heddle-test.invalid:8080 (")
+    assert "ssl:default" not in err.value.info.message
 
 
 async def test_no_key_and_no_endpoint_is_a_clear_error():

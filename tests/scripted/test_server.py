@@ -201,6 +201,15 @@ def test_cli_rejects_a_bad_scenario(tmp_path: Path):
     assert "not valid JSON" in err
 
 
+def test_cli_says_in_one_line_that_the_port_is_taken():
+    with ScriptedServer().run_in_thread() as first:
+        port = first.port
+        proc = _spawn("--port", str(port))
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 1 and out == ""
+    assert err == f"error: cannot listen on 127.0.0.1:{port}: address already in use\n"
+
+
 def test_run_in_thread_reports_a_failed_start():
     with ScriptedServer().run_in_thread() as first:
         with pytest.raises(OSError), ScriptedServer(port=first.port).run_in_thread():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 from heddle.loop.events import ErrorInfo
 
 _BY_TYPE = {
@@ -50,12 +53,44 @@ def classify(exc: BaseException) -> ErrorInfo:
         return ErrorInfo("timeout", f"the model endpoint timed out ({type(exc).__name__})",
                          None, True)
     if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return ErrorInfo("connection", f"cannot reach the model endpoint: {cause}", None, True)
+        return ErrorInfo("connection", connection_message(exc), None, True)
     if isinstance(exc, (httpx2.TransportError, StreamIncomplete, StreamUnreadable)):
         return ErrorInfo("streamInterrupted", f"the model's response stream broke off: {exc}",
                          None, True)
     return ErrorInfo("internal", f"{type(exc).__name__}: {exc}", None, False)
+
+
+def connection_message(exc: BaseException) -> str:
+    """`cannot connect to http://127.0.0.1:9 (connection refused)`: the endpoint and the
+    operating system's reason, whichever HTTP client raised it (aiohttp's own text names an
+    `ssl:default` context even for plain http)."""
+    import httpx2
+
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    where = "the model endpoint"
+    if url is not None and url.host:
+        where = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+    chain = _causes(exc)
+    os_error = next((e for e in reversed(chain) if isinstance(e, OSError)
+                     and isinstance(e.errno, int)), None)
+    if isinstance(os_error, socket.gaierror):  # the resolver's own text ("name or service ...")
+        reason = str(os_error.strerror).lower()
+    elif os_error is not None and os_error.errno > 0:
+        reason = os.strerror(os_error.errno).lower()
+    else:
+        reason = str(chain[-1]) or type(chain[-1]).__name__
+    connecting = any(isinstance(e, httpx2.ConnectError) for e in chain)
+    return f"cannot connect to {where} ({reason})" if connecting \
+        else f"lost the connection to {where} ({reason})"
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what caused it, outermost first (bounded: a chain can loop)."""
+    chain = [exc]
+    while len(chain) < 20 and (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None:
+        chain.append(nxt)
+    return chain
 
 
 class StreamIncomplete(Exception):

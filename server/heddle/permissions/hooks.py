@@ -24,7 +24,7 @@ import anyio
 
 from heddle.settings import HookCommand
 from heddle.tools.environment import tool_env
-from heddle.tools.shell import reap
+from heddle.tools.shell import open_group, reap
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,9 @@ async def run_hook(command: str, payload: dict[str, Any], timeout: float, cwd: P
                    env: dict[str, str] | None) -> HookResult:
     data = json.dumps(payload).encode()
     try:
-        process = await anyio.open_process(
+        process = await open_group(
             ["/bin/bash", "-c", command], cwd=str(cwd), env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         return HookResult(None, None, f"cannot start the hook: {exc}", False)
     out, err = bytearray(), bytearray()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
@@ -40,6 +41,11 @@ def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]
     entry = method(name)
 
     async def handle(params: Any) -> Any:
+        # Known until answered: pygls sends the answer from a done callback it added before
+        # this runs, so the discard below comes after it.
+        task = asyncio.current_task()
+        server.requests_running.add(task)
+        task.add_done_callback(server.requests_running.discard)
         try:
             typed = msgspec.convert({} if params is None else params, entry.params)
         except msgspec.ValidationError as exc:

@@ -99,6 +99,10 @@ class HeddleProtocol(LanguageServerProtocol):
             self._send_error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,
                              f"{method}: the server is not initialized; send initialize first")
             return
+        if is_request and self._server.stopping:
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
+                             f"{method}: the daemon is stopping")
+            return
         if self._shutdown:
             if is_request:
                 self._send_error(msg_id, ErrorCode.INVALID_REQUEST,

@@ -1,9 +1,19 @@
-"""The daemon: a pygls LanguageServer holding the sessions, wired to stdio."""
+"""The daemon: a pygls LanguageServer holding the sessions, wired to stdio.
+
+However the daemon is told to stop — `exit`, stdin closing, SIGINT or SIGTERM — it stops the
+same way, within a deadline: new requests are refused, every running turn is cancelled through
+the normal cancel path (each `turn/start` resolves `cancelled`, each tool call gets its
+`toolCallFinished`, transcripts are written), the answers still in flight are sent, then tool
+process groups still registered with the reaper are killed. A second signal while that runs
+kills the tool process groups and exits at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import uuid
 from typing import Any
 
@@ -23,12 +33,15 @@ from heddle.sessions.turns import TurnDeps
 from heddle.rpc.protocol import HeddleProtocol, heddle_converter
 from heddle.rpc.boot import Boot, heddle_capabilities
 from heddle.rpc.transport import StdioTransport
+from heddle.tools.reaper import REAPER
 from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 SHUTDOWN_GRACE = 5.0
+"""Seconds a stopping daemon gives its turns to end and its answers to go out."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class HeddleServer(LanguageServer):
@@ -56,7 +69,12 @@ class HeddleServer(LanguageServer):
             limits_for=lambda model: _limits(model, window))
         self._stop = asyncio.Event()
         self.exit_code = 0
+        self.stopping = False
+        """Set once the daemon is on its way out: new requests are refused from then on."""
+        self._signalled: signal.Signals | None = None
         self._background: set[asyncio.Task] = set()
+        self.requests_running: set[asyncio.Task] = set()
+        """Handlers of requests not yet answered (a stopping daemon lets them answer)."""
         from heddle.rpc import handlers
         handlers.register(self)
 
@@ -117,11 +135,48 @@ class HeddleServer(LanguageServer):
 
     def request_stop(self, code: int) -> None:
         self.exit_code = code
+        self.stopping = True
         self._stop.set()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        """SIGINT or SIGTERM: stop as for `exit` (exit code 128 + the signal's number); a second
+        one while stopping: kill the tool process groups and exit now."""
+        if self._signalled is not None:
+            log.warning("%s while stopping: killing tool processes and exiting now", sig.name)
+            REAPER.kill_all()
+            logging.shutdown()
+            os._exit(128 + sig)
+        self._signalled = sig
+        log.warning("%s: cancelling %d running turns, then exiting", sig.name,
+                    len(self.sessions.running_turns()))
+        self.request_stop(128 + sig)
 
     def _on_close(self, why: str) -> None:
         log.info("%s; stopping", why)
         self.request_stop(self.exit_code if self.protocol._shutdown else 1)
+
+    def _catch_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (ValueError, RuntimeError) as exc:  # not the main thread (an embedded server)
+                log.info("cannot handle %s: %s", sig.name, exc)
+
+    async def _wind_down(self) -> None:
+        """Cancel every turn and let the requests in flight answer, within SHUTDOWN_GRACE."""
+        with anyio.move_on_after(SHUTDOWN_GRACE) as scope:
+            await self.cancel_all_turns()
+            while self.requests_running:
+                # A queued prompt starts a turn of its own when the turn it waited for ends:
+                # look again now and then. An answer goes out in its handler's done callback,
+                # which runs before this wait returns.
+                await asyncio.wait(list(self.requests_running), timeout=0.1,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                await self.cancel_all_turns()
+        if scope.cancelled_caught:
+            log.warning("stopping: %d requests did not finish within %g s",
+                        len(self.requests_running), SHUTDOWN_GRACE)
 
     async def serve(self, transport: StdioTransport, boot: Boot) -> int:
         """Serve on a started transport, taking over from `boot` what arrived while loading."""
@@ -129,13 +184,17 @@ class HeddleServer(LanguageServer):
         if boot.early is not None:
             self.protocol.answered_early(boot.early)
         boot.hand_over(self.protocol.handle_raw, self._on_close)
+        self._catch_signals()
         self.warm_up()
         self.tidy_up()
         await self._stop.wait()
-        await self.cancel_all_turns()
+        await self._wind_down()
         transport.close()
+        REAPER.close()  # kills what a turn that did not end in time left running
         for task in list(self._background):
             task.cancel()
+        log.info("exiting with code %d%s", self.exit_code,
+                 f" ({self._signalled.name})" if self._signalled else "")
         return self.exit_code
 
 

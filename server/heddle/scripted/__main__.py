@@ -1,7 +1,7 @@
 """`python -m heddle.scripted`: run the scripted model server until SIGTERM or SIGINT.
 
 Prints exactly one line, `listening on http://HOST:PORT`, to stdout once ready; logs go to
-stderr. Scenarios come from --scenario files (named by file stem) and --scenario-dir
+stderr. A port it cannot listen on is one line on stderr and exit code 1. Scenarios come from --scenario files (named by file stem) and --scenario-dir
 directories; the bundled scenarios are always available.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -55,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(_serve(server))
+    try:
+        asyncio.run(_serve(server))
+    except OSError as exc:  # the port is taken, the host is not this machine's, ...
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+        print(f"error: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
     return 0
 
 

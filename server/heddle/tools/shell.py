@@ -1,4 +1,9 @@
-"""Bash: a shell command in its own process group, with a timeout and an output cap."""
+"""Bash: a shell command in its own process group, with a timeout and an output cap.
+
+`open_group` and `reap` are the one way to run a command (Bash here, hooks too): in a session
+and process group of its own, registered with the reaper, so the whole group dies however the
+command ends — finished, timed out, cancelled, or the daemon killed.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from heddle.loop.events import CommandPreview
 from heddle.permissions.rules import bash_rule_for
 from heddle.tools.base import ToolContext, ToolOutput, cap
 from heddle.tools.environment import tool_env
+from heddle.tools.reaper import REAPER
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
@@ -70,6 +76,17 @@ class HeadTail:
         return f"{head}\n\n[... {self.dropped} bytes omitted ...]\n\n{tail}"
 
 
+async def open_group(command: list[str], env: dict[str, str] | None,
+                     **kwargs) -> anyio.abc.Process:
+    """Start `command` (with `env`; None: the daemon's) as the leader of a new session and
+    process group that the reaper kills if the daemon dies; release it with `reap`."""
+    REAPER.start()
+    process = await anyio.open_process(command, env=REAPER.env(env), start_new_session=True,
+                                       **kwargs)
+    REAPER.watch(process.pid)
+    return process
+
+
 async def reap(process: anyio.abc.Process) -> None:
     """However a command ended: kill its whole group (the command if it still runs, its stray
     background children if not), then release the process. Shielded, never hangs."""
@@ -80,6 +97,7 @@ async def reap(process: anyio.abc.Process) -> None:
             os.killpg(process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    REAPER.forget(process.pid)  # the group is dead: its number may be reused from here on
     with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE):
         await process.aclose()
 
@@ -111,10 +129,9 @@ class Bash:
         return CommandPreview(inp.command, str(ctx.workspace))
 
     async def run(self, inp: BashInput, ctx: ToolContext) -> ToolOutput:
-        process = await anyio.open_process(
+        process = await open_group(
             ["/bin/bash", "-c", inp.command], cwd=str(ctx.workspace), env=ctx.env or tool_env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         output = HeadTail(self.max_result_chars * 2)
         timed_out = False
         try:

@@ -1,0 +1,65 @@
+"""The terminal client's JSON-RPC connection, against a peer speaking over a real pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import anyio
+
+from heddle.client import Connection
+
+
+def frame(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def pipe_pair():
+    """(a StreamReader fed by `feed`, a writer whose bytes land in `sent`)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    read_fd, write_fd = os.pipe()
+    transport, protocol = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb"))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer, read_fd
+
+
+async def test_a_request_the_daemon_withdraws_stops_being_answered():
+    reader, writer, read_fd = await pipe_pair()
+    conn = Connection(reader, writer)
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def ask(params):
+        started.set()
+        try:
+            await asyncio.sleep(60)  # a question nobody answers
+        finally:
+            stopped.set()
+        return {"decision": "allowOnce"}
+
+    conn.on_request("permission/request", ask)
+    reader.feed_data(frame({"jsonrpc": "2.0", "id": "q1", "method": "permission/request",
+                            "params": {}}))
+    await asyncio.wait_for(started.wait(), 5)
+    reader.feed_data(frame({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                            "params": {"id": "q1"}}))
+    await asyncio.wait_for(stopped.wait(), 5)
+
+    reader.feed_data(frame({"jsonrpc": "2.0", "id": "q2", "method": "unknown/thing"}))
+    os.set_blocking(read_fd, False)
+    sent = b""
+    with anyio.fail_after(5):
+        while b'"q2"' not in sent:  # replies go out in order: q1's would be before q2's
+            await anyio.sleep(0.01)
+            try:
+                sent += os.read(read_fd, 65536)
+            except BlockingIOError:
+                pass
+    writer.close()
+    os.close(read_fd)
+    assert b'"q1"' not in sent  # withdrawn: no reply
+    assert b'"q2"' in sent and b"-32601" in sent  # the connection still answers the rest
+    reader.feed_eof()
+    await asyncio.wait_for(conn.closed(), 5)

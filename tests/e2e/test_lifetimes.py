@@ -89,9 +89,10 @@ async def test_tool_processes_die_with_a_killed_daemon(daemon, scripted, workspa
     print(f"tool tree gone {time.monotonic() - started:.2f} s after SIGKILL")
 
 
-async def test_hook_processes_die_with_a_killed_daemon(daemon, scripted, workspace):
-    (workspace / ".heddle").mkdir()
-    (workspace / ".heddle" / "settings.toml").write_text(
+async def test_hook_processes_die_with_a_killed_daemon(daemon, scripted, workspace, daemon_env):
+    settings = Path(daemon_env["XDG_CONFIG_HOME"]) / "heddle" / "settings.toml"  # trusted as is
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(
         '[[hooks.PreToolUse]]\nmatcher = "Bash"\ntimeout = 120\n'
         f"command = {json.dumps('cat > /dev/null; ' + TREE)}\n")
     _, pids = await start_tool_tree(daemon, scripted, workspace, "true")  # the hook's tree

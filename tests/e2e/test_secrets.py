@@ -43,7 +43,8 @@ def ask(env: dict[str, str], workspace: Path, model: str, **kw) -> subprocess.Co
 
 def test_no_tool_can_read_the_secrets_of_the_daemon_or_of_heddle_ask(daemon_env, scripted,
                                                                       workspace, tmp_path):
-    write_settings(workspace / ".heddle/settings.toml", '[tools]\npass_env = ["MY_PASSED_TOKEN"]\n')
+    user_settings = Path(daemon_env["XDG_CONFIG_HOME"]) / "heddle/settings.toml"
+    write_settings(user_settings, '[tools]\npass_env = ["MY_PASSED_TOKEN"]\n')
     scripted.add_scenario("look", steps(tool("Bash", command=LOOK)))
     # Dumpable, so that /proc/PID/environ stays readable to any reader: this test is about
     # what it shows (the next one is about not dumpable).

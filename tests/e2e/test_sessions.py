@@ -6,15 +6,14 @@ import asyncio
 import json
 import os
 import random
-import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from heddle.client import Connection, RpcError
+from heddle.client import RpcError
 from e2e import lsp
+from e2e.crashable import assistant_text, replay_problems, shown_text, turns_of
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
@@ -23,73 +22,6 @@ BASH = {"content": [{"type": "text", "text": "Running it."},
 EDIT = {"content": [{"type": "tool_use", "name": "Edit", "input": {
     "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}]}
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
-
-
-class Daemon:
-    """A daemon over raw stdio, so it can be killed like a crash would."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
-        self.events: list[dict] = []
-        self.permission_asked = asyncio.Event()
-        self.answer: asyncio.Future | None = None
-
-    async def start(self) -> Daemon:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "heddle", "serve", env=self.env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL)
-        self.conn = Connection(self.proc.stdout, self.proc.stdin)
-        self.conn.on_notification("turn/event", self.events.append)
-
-        async def on_permission(params):
-            self.permission_asked.set()
-            return await self.answer if self.answer else {"decision": "allowOnce"}
-        self.conn.on_request("permission/request", on_permission)
-        await self.call("initialize", {"processId": None, "rootUri": None, "capabilities": {
-            "experimental": {"heddle": {"permissionRequests": True}}}})
-        self.conn.notify("initialized", {})
-        return self
-
-    async def call(self, method: str, params=None, timeout: float = 30):
-        return await asyncio.wait_for(self.conn.request(method, params), timeout)
-
-    def kinds(self) -> list[str]:
-        return [e["event"]["kind"] for e in self.events]
-
-    async def wait_for(self, kind: str, timeout: float = 15) -> None:
-        async def poll():
-            while kind not in self.kinds():
-                await asyncio.sleep(0.01)
-        await asyncio.wait_for(poll(), timeout)
-
-    async def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        await self.proc.wait()
-
-    async def stop(self) -> None:
-        if self.proc.returncode is None:
-            try:
-                await self.call("shutdown", timeout=10)
-                self.conn.notify("exit")
-                await asyncio.wait_for(self.proc.wait(), 10)
-            finally:
-                if self.proc.returncode is None:
-                    self.proc.kill()
-                    await self.proc.wait()
-
-
-@pytest.fixture
-async def daemons(daemon_env):
-    started: list[Daemon] = []
-
-    async def start() -> Daemon:
-        d = await Daemon(daemon_env).start()
-        started.append(d)
-        return d
-    yield start
-    for d in started:
-        await d.stop()
 
 
 def transcript_path(daemon_env, session_id: str) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from heddle.loop.events import Preview
 from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
@@ -87,6 +87,8 @@ class PermissionPolicy:
         """Where project and user rules are saved; None: only session rules can be added."""
         self.pass_env = tuple(pass_env)
         """Secret-looking environment variables tool processes may see all the same."""
+        self.on_session_rules: Callable[[list[Rule]], None] | None = None
+        """Called with the session's own rules after they change (its transcript keeps them)."""
 
     @classmethod
     def from_settings(cls, loaded: LoadedSettings, mode: Mode | None = None) -> PermissionPolicy:
@@ -123,6 +125,8 @@ class PermissionPolicy:
             add_rule(self._file(rule.scope), rule.kind, rule.pattern)
         if rule not in self.rules:
             self.rules.append(rule)
+            if rule.scope == "session":
+                self._session_rules_changed()
         return rule
 
     def revoke(self, pattern: str, kind: RuleKind | None = None,
@@ -135,7 +139,13 @@ class PermissionPolicy:
             if rule.scope != "session":
                 remove_rule(self._file(rule.scope), rule.kind, rule.pattern)
             self.rules.remove(rule)
+        if any(r.scope == "session" for r in gone):
+            self._session_rules_changed()
         return gone
+
+    def _session_rules_changed(self) -> None:
+        if self.on_session_rules is not None:
+            self.on_session_rules([r for r in self.rules if r.scope == "session"])
 
     def _file(self, scope: str) -> Path:
         path = self.files.for_scope(scope) if self.files else None

@@ -72,13 +72,11 @@ def register(server: HeddleServer) -> None:
         folder = Path(p.workspace)
         settings = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
-        options = SessionOptions(
-            fallback_model=p.fallback_model or server.fallback_model,
-            thinking_budget=p.thinking_budget,
-            summary_model=p.summary_model or server.summary_model,
-            compact_model=p.compact_model or server.compact_model)
+        options = SessionOptions(fallback_model=p.fallback_model, thinking_budget=p.thinking_budget,
+                                 summary_model=p.summary_model, compact_model=p.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
-                                or server.default_model, policy, p.system_prompt, options)
+                                or server.default_model, policy, p.system_prompt, options,
+                                server.session_options())
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
+import time
 from collections import defaultdict
+from pathlib import Path
 
 from heddle.client import Connection
 
@@ -65,6 +68,33 @@ class Daemon:
                     await self.proc.wait()
 
 
+SLEEPER = "echo $$ > sleeper.pid; exec sleep 30"
+"""A Bash command that runs until stopped, and says which process group to stop."""
+
+
+def reap_sleeper(workspace: Path) -> None:
+    """Stop what SLEEPER started, if a killed daemon left it running."""
+    pid_file = workspace / "sleeper.pid"
+    if pid_file.exists():
+        try:
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+async def after(d: Daemon, kind: str, count: int = 1, pause: float = 0.2) -> None:
+    """Once `d` has sent `count` events of `kind`, and `pause` seconds more."""
+    await d.wait_for(kind, count)
+    await asyncio.sleep(pause)
+
+
+async def file_appears(path: Path, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        await asyncio.sleep(0.02)
+
+
 def turns_of(events: list[dict]) -> dict[str, list[dict]]:
     """The events of each turn, in the order they came."""
     turns: dict[str, list[dict]] = defaultdict(list)
@@ -73,10 +103,11 @@ def turns_of(events: list[dict]) -> dict[str, list[dict]]:
     return dict(turns)
 
 
-def replay_problems(events: list[dict]) -> list[str]:
+def replay_problems(events: list[dict], permissions: bool = True) -> list[str]:
     """What a replay breaks of the spec: each turn numbered from seq 0 and contiguous, starting
     with turnStarted and ending with turnEnded; every toolCallStarted (a sub-agent's too) has
-    its toolCallFinished; every permissionAsked its permissionAnswered."""
+    its toolCallFinished; every permissionAsked its permissionAnswered (unless not
+    `permissions`)."""
     problems = []
     for turn_id, turn in turns_of(events).items():
         kinds = [e["event"]["kind"] for e in turn]
@@ -90,7 +121,7 @@ def replay_problems(events: list[dict]) -> list[str]:
             if ev["kind"] == "agent":
                 ev, under = ev["event"], ev["toolCallId"]
             key = (under, ev.get("toolCallId"))
-            if ev["kind"] in ("toolCallStarted", "permissionAsked"):
+            if ev["kind"] == "toolCallStarted" or (permissions and ev["kind"] == "permissionAsked"):
                 opened[(ev["kind"],) + key] = ev.get("tool", "")
             elif ev["kind"] == "toolCallFinished":
                 opened.pop(("toolCallStarted",) + key, None)

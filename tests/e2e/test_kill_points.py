@@ -9,16 +9,12 @@ history. The scripted server refuses requests the real API would refuse.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import time
-from pathlib import Path
 
 import pytest
 
-from e2e.crashable import Daemon, assistant_text, replay_problems, shown_text, turns_of
+from e2e.crashable import (SLEEPER, Daemon, after, assistant_text, file_appears, reap_sleeper,
+                           replay_problems, shown_text, turns_of)
 
-SLEEPER = "echo $$ > sleeper.pid; exec sleep 30"
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
 WRITE = {"type": "tool_use", "name": "Write", "input": {"path": "notes.txt",
                                                           "content": "a line of notes\n" * 200}}
@@ -26,18 +22,6 @@ READ = {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}
 EDIT = {"type": "tool_use", "name": "Edit", "input": {
     "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}
 SLOW = {"chunk": 4, "delayMs": 10}
-
-
-async def after(d: Daemon, kind: str, count: int = 1, pause: float = 0.2) -> None:
-    await d.wait_for(kind, count)
-    await asyncio.sleep(pause)
-
-
-async def file_appears(path: Path, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not (path.exists() and path.read_text().strip()):
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        await asyncio.sleep(0.02)
 
 
 async def read_done_write_streaming(d: Daemon) -> None:
@@ -69,16 +53,6 @@ POINTS = {
                        "input": {"pattern": "greet" + "(x)?" * 400}}], **SLOW}],
         "default", lambda d, ws: after(d, "agent")),
 }
-
-
-def reap_sleeper(workspace: Path) -> None:
-    """The Bash a killed daemon left running: its process group, by the pid it wrote."""
-    pid_file = workspace / "sleeper.pid"
-    if pid_file.exists():
-        try:
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
 
 
 async def crash(daemons, scripted, workspace, name: str, steps: list, mode: str, trigger

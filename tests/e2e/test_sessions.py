@@ -13,12 +13,12 @@ import pytest
 
 from heddle.client import RpcError
 from e2e import lsp
-from e2e.crashable import assistant_text, replay_problems, shown_text, turns_of
+from e2e.crashable import SLEEPER, after, reap_sleeper
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
 BASH = {"content": [{"type": "text", "text": "Running it."},
-                    {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}}]}
+                    {"type": "tool_use", "name": "Bash", "input": {"command": SLEEPER}}]}
 EDIT = {"content": [{"type": "tool_use", "name": "Edit", "input": {
     "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}]}
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
@@ -46,6 +46,9 @@ async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_
     assert replayed[0] == "turnStarted" and replayed[-1] == "turnEnded"
     assert replayed.count("toolCallFinished") == 3
     assert [e["seq"] for e in second.events] == list(range(len(second.events)))
+    replayed = list(second.events)
+    assert (await second.call("session/load", {"sessionId": sid}))["turns"] == 1  # live now
+    assert second.events == replayed + replayed
     again = await second.call("turn/start", {"sessionId": sid, "prompt": "thanks"})
     assert again["reason"] == "completed"
     sent = scripted.requests_for("edit")[-1].body["messages"]
@@ -66,14 +69,17 @@ async def kill_during(daemons, scripted, workspace, daemon_env, step: dict, trig
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": name,
                                         "permissionMode": mode}))["sessionId"]
     turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "go"}))
-    if trigger == "permission":
-        await asyncio.wait_for(d.permission_asked.wait(), 15)
-    else:
-        await d.wait_for(trigger)
-    await asyncio.sleep(delay)
-    shown = "".join(e["event"].get("text", "") for e in d.events
-                    if e["event"]["kind"] == "textDelta")
-    await d.kill()
+    try:
+        if trigger == "permission":
+            await asyncio.wait_for(d.permission_asked.wait(), 15)
+        else:
+            await d.wait_for(trigger)
+        await asyncio.sleep(delay)
+        shown = "".join(e["event"].get("text", "") for e in d.events
+                        if e["event"]["kind"] == "textDelta")
+        await d.kill()
+    finally:
+        reap_sleeper(workspace)
     with pytest.raises(ConnectionError):
         await turn
 
@@ -150,7 +156,7 @@ async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_p
 
 
 async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, workspace, daemon_env):
-    scripted.add_scenario("s", {"steps": [DONE, DONE]})
+    scripted.add_scenario("s", {"steps": [DONE, DONE, DONE]})
     d = await daemons()
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": "s"}))["sessionId"]
     await d.call("turn/start", {"sessionId": sid, "prompt": "hello"})
@@ -171,11 +177,17 @@ async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, works
     loaded = await d2.call("session/load", {"sessionId": sid})
     assert loaded.get("warnings", []) == [f"skipped the last line of {sid}.jsonl: it is not a complete record"]
     assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "again"}))["reason"] == "completed"
+    await d2.stop()
+    d3 = await daemons()  # the cut line was dropped, so the next turn's records are whole
+    reloaded = await d3.call("session/load", {"sessionId": sid})
+    assert (reloaded["turns"], reloaded.get("warnings", [])) == (2, [])
+    assert [e["event"]["prompt"] for e in d3.events if e["event"]["kind"] == "turnStarted"] == [
+        "hello", "again"]
     with pytest.raises(RpcError) as err:
-        await d2.call("session/load", {"sessionId": future})
+        await d3.call("session/load", {"sessionId": future})
     assert err.value.code == -32013 and "version 99" in err.value.message
     with pytest.raises(RpcError) as err:
-        await d2.call("session/load", {"sessionId": "../../etc/passwd"})
+        await d3.call("session/load", {"sessionId": "../../etc/passwd"})
     assert err.value.code == -32010
 
 
@@ -196,3 +208,80 @@ async def test_a_starting_daemon_removes_saved_tool_results_of_idle_sessions(
         assert not old.parent.exists() and fresh.exists()
     finally:
         await lsp.stop(client)
+
+
+async def test_last_reason_is_omitted_when_heddle_stopped_during_the_last_turn(
+        daemons, scripted, workspace):
+    scripted.add_scenario("r", {"steps": [DONE, SLOW, DONE]})
+    d = await daemons()
+    idle = (await d.call("session/new", {"workspace": str(workspace), "model": "r"}))["sessionId"]
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "r"}))["sessionId"]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "two"}))
+    await after(d, "textDelta", 1)
+    await d.kill()
+    with pytest.raises(ConnectionError):
+        await turn
+
+    def reasons(listed):
+        return {s["sessionId"]: (s["turns"], s.get("lastReason")) for s in listed["sessions"]}
+    d2 = await daemons()
+    assert reasons(await d2.call("session/list", {})) == {idle: (0, None), sid: (2, None)}
+    await d2.call("session/load", {"sessionId": sid})  # repaired: still not how a turn ended
+    assert reasons(await d2.call("session/list", {}))[sid] == (2, None)
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "three"}))["reason"] == "completed"
+    assert reasons(await d2.call("session/list", {}))[sid] == (3, "completed")
+
+
+async def test_system_prompt_and_thinking_budget_survive_a_restart(daemons, scripted, workspace):
+    scripted.add_scenario("o", {"steps": [DONE, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "o",
+                                        "systemPrompt": "Answer in French.",
+                                        "thinkingBudget": 2048}))["sessionId"]
+    await d.call("turn/start", {"sessionId": sid, "prompt": "one"})
+    await d.stop()
+    d2 = await daemons()
+    await d2.call("session/load", {"sessionId": sid})
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
+    before, after_load = (r.body for r in scripted.requests_for("o"))
+    assert after_load["system"] == before["system"] and "Answer in French." in before["system"]
+    assert after_load["thinking"] == before["thinking"] == {"type": "enabled",
+                                                            "budget_tokens": 2048}
+
+
+async def test_session_rules_live_with_the_session(daemons, scripted, workspace):
+    """"Always allow" for the session survives a restart; rules added and revoked later too."""
+    echo = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}
+    scripted.add_scenario("rules", {"steps": [echo, DONE, echo, DONE]})
+
+    def session_rules(listed):
+        return [(r["kind"], r["rule"]) for r in listed["rules"] if r["scope"] == "session"]
+    d = await daemons()
+    d.answer = asyncio.get_running_loop().create_future()
+    d.answer.set_result({"decision": "allowAlways"})
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "rules"}))["sessionId"]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    kept = session_rules(await d.call("rules/list", {"sessionId": sid}))
+    assert kept == [("allow", "Bash(echo hi:*)")]
+    await d.stop()
+
+    d2 = await daemons()
+    d2.answer = asyncio.get_running_loop().create_future()  # asking again would hang the turn
+    await d2.call("session/load", {"sessionId": sid})
+    assert session_rules(await d2.call("rules/list", {"sessionId": sid})) == kept
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
+    assert not d2.permission_asked.is_set()
+    assert d2.events[-1]["event"]["kind"] == "turnEnded"
+    assert [e["event"]["status"] for e in d2.events if e["event"]["kind"] == "toolCallFinished"
+            ][-1:] == ["ok"]
+    other = (await d2.call("session/new", {"workspace": str(workspace)}))["sessionId"]
+    assert session_rules(await d2.call("rules/list", {"sessionId": other})) == []
+    await d2.call("rules/add", {"sessionId": sid, "rule": "Read(secret.txt)", "kind": "deny"})
+    await d2.call("rules/revoke", {"sessionId": sid, "rule": "Bash(echo hi:*)"})
+    await d2.stop()
+
+    d3 = await daemons()
+    await d3.call("session/load", {"sessionId": sid})
+    assert session_rules(await d3.call("rules/list", {"sessionId": sid})) == [
+        ("deny", "Read(secret.txt)")]

@@ -68,6 +68,10 @@ class Daemon:
                     await self.proc.wait()
 
 
+def transcript_path(daemon_env: dict[str, str], session_id: str) -> Path:
+    return Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions" / f"{session_id}.jsonl"
+
+
 SLEEPER = "echo $$ > sleeper.pid; exec sleep 30"
 """A Bash command that runs until stopped, and says which process group to stop."""
 

@@ -9,11 +9,12 @@ history. The scripted server refuses requests the real API would refuse.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from e2e.crashable import (SLEEPER, Daemon, after, assistant_text, file_appears, reap_sleeper,
-                           replay_problems, shown_text, turns_of)
+                           replay_problems, shown_text, transcript_path, turns_of)
 
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
 WRITE = {"type": "tool_use", "name": "Write", "input": {"path": "notes.txt",
@@ -85,7 +86,7 @@ async def load_and_continue(d: Daemon, scripted, name: str, sid: str, prompt: st
 
 
 @pytest.mark.parametrize("point", list(POINTS))
-async def test_kill_load_restart_load(point, daemons, scripted, workspace):
+async def test_kill_load_restart_load(point, daemons, scripted, workspace, daemon_env):
     steps, mode, trigger = POINTS[point]
     try:
         sid, shown = await crash(daemons, scripted, workspace, point, steps, mode, trigger)
@@ -101,6 +102,11 @@ async def test_kill_load_restart_load(point, daemons, scripted, workspace):
     assert assistant_text(messages).startswith(shown_text(shown))  # and the model has it
     assert messages[-1]["content"][-1]["text"] == "continue"
     await first.stop()
+    lines = transcript_path(daemon_env, sid).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    turn_id = shown[0]["turnId"]
+    closed = [r for r in records if r["type"] == "end" and r["turnId"] == turn_id]
+    assert closed and closed[0]["reason"] is None and closed[0]["interrupted"]  # written down
 
     second = await daemons()
     again, replay2, messages2 = await load_and_continue(second, scripted, point, sid, "more")

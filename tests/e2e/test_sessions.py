@@ -13,7 +13,7 @@ import pytest
 
 from heddle.client import RpcError
 from e2e import lsp
-from e2e.crashable import SLEEPER, after, reap_sleeper
+from e2e.crashable import SLEEPER, after, reap_sleeper, transcript_path
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
@@ -22,10 +22,6 @@ BASH = {"content": [{"type": "text", "text": "Running it."},
 EDIT = {"content": [{"type": "tool_use", "name": "Edit", "input": {
     "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}]}
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
-
-
-def transcript_path(daemon_env, session_id: str) -> Path:
-    return Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions" / f"{session_id}.jsonl"
 
 
 async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_env):

@@ -213,8 +213,9 @@ class _Reader:
     def feed(self, record: dict) -> None:
         kind = record["type"]
         if kind == "turn":
-            if self.open is not None and self.with_messages:  # an older Heddle left it open
-                for repair in self.closing():
+            if self.open is not None and self.with_messages:
+                # an older Heddle left it open (it repaired it in memory, and said so then)
+                for repair in self.closing(report=False):
                     self.feed(repair)
             self.out.turns += 1
             self.open = _OpenTurn(record["turnId"], record.get("at", self.out.updated_at))
@@ -290,9 +291,11 @@ class _Reader:
             except msgspec.ValidationError:
                 pass  # cosmetic: the closing turnEnded reports what was read before
 
-    def closing(self) -> list[dict[str, Any]]:
-        """The records that close the open turn the way a cancel would have closed it."""
+    def closing(self, report: bool = True) -> list[dict[str, Any]]:
+        """The records that close the open turn the way a cancel would have closed it; with
+        `report`, a warning says what was kept and cut."""
         o, convo, records = self.open, self.convo, []
+        warn = self.warn if report else lambda warning: None
         tid = o.turn_id
         phase = "tools" if convo and convo[-1].role == "assistant" else "streaming"
         known = {b.id for m in convo for b in m.content if isinstance(b, ToolUseBlock)}
@@ -303,8 +306,8 @@ class _Reader:
             reply = Message("assistant", blocks)
             records.append({"type": "message", "turnId": tid, "message": reply, "call": o.call})
             convo = convo + (reply,)
-            self.warn("a reply was being written when Heddle stopped; it is kept as far as it "
-                      "was shown")
+            warn("a reply was being written when Heddle stopped; it is kept as far as it was "
+                 "shown")
         results, cut = [], 0
         for use in missing_tool_results(convo):
             kept = o.results.get(use.id)
@@ -312,8 +315,8 @@ class _Reader:
                 cut += 1
             results.append(kept[0] if kept else ToolResultBlock(use.id, INTERRUPTED_RESULT, True))
         if cut:
-            self.warn(f"{cut} tool call{'s were' if cut > 1 else ' was'} running when Heddle "
-                      f"stopped; {'they were' if cut > 1 else 'it was'} marked as interrupted")
+            warn(f"{cut} tool call{'s were' if cut > 1 else ' was'} running when Heddle "
+                 f"stopped; {'they were' if cut > 1 else 'it was'} marked as interrupted")
         records.append({"type": "message", "turnId": tid, "call": o.call, "message": Message(
             "user", tuple(results) + (TextBlock(INTERRUPTED_TEXT),))})
         events: list[wev.Ev] = []

@@ -70,9 +70,9 @@ def test_a_turn_an_older_heddle_left_open_is_closed_where_the_next_begins(tmp_pa
         event("t1", kind="turnStarted", prompt="go", model="m"),
         event("t1", kind="modelCall", index=0, model="m"),
         event("t1", kind="textDelta", text="Partial answer"),
+        event("t2", kind="turnStarted", prompt="next", model="m"),  # sent before it is recorded
         {"type": "turn", "turnId": "t2", "prompt": "next", "at": 3.0},
         message("t2", "user", [text("next")]),
-        event("t2", kind="turnStarted", prompt="next", model="m"),
         message("t2", "assistant", [text("Done.")]),
         event("t2", kind="turnEnded", reason="completed", usage={}),
         {"type": "end", "turnId": "t2", "reason": "completed", "at": 4.0},
@@ -82,8 +82,9 @@ def test_a_turn_an_older_heddle_left_open_is_closed_where_the_next_begins(tmp_pa
         ("user", ["go"]), ("assistant", ["Partial answer"]),
         ("user", [INTERRUPTED_TEXT, "next"]), ("assistant", ["Done."])]
     assert (loaded.warnings, loaded.repairs, loaded.last_reason) == ([], [], "completed")
-    first = [e["kind"] for t, e in loaded.events if t == "t1"]
-    assert first == ["turnStarted", "modelCall", "textDelta", "turnEnded"]
+    assert [(t, e["kind"]) for t, e in loaded.events] == [
+        ("t1", "turnStarted"), ("t1", "modelCall"), ("t1", "textDelta"), ("t1", "turnEnded"),
+        ("t2", "turnStarted"), ("t2", "turnEnded")]
 
 
 def test_damaged_records_are_skipped_and_the_rest_still_loads(tmp_path):

@@ -212,11 +212,14 @@ class _Reader:
 
     def feed(self, record: dict) -> None:
         kind = record["type"]
+        turn_id = record.get("turnId")
+        if (self.open is not None and self.with_messages and kind != "end"
+                and turn_id is not None and turn_id != self.open.turn_id):
+            # the next turn began (its turnStarted is written first) after a turn an older
+            # Heddle left open: it repaired that turn in memory only, and said so then
+            for repair in self.closing(report=False):
+                self.feed(repair)
         if kind == "turn":
-            if self.open is not None and self.with_messages:
-                # an older Heddle left it open (it repaired it in memory, and said so then)
-                for repair in self.closing(report=False):
-                    self.feed(repair)
             self.out.turns += 1
             self.open = _OpenTurn(record["turnId"], record.get("at", self.out.updated_at))
             self.out.open_turn = record["turnId"]

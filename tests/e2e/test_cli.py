@@ -112,3 +112,38 @@ def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):
     assert ("heddle: Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, "
             "not 'lots'") in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_always_allow_in_ask_holds_in_ask_continue(daemon_env, scripted, workspace):
+    echo = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}
+    done = {"content": [{"type": "text", "text": "Done."}]}
+    scripted.add_scenario("echo", {"steps": [echo, done, echo, done]})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "heddle", "ask", "-w", str(workspace), "-m",
+                             "echo", "say hi"], env=daemon_env, stdin=slave, stdout=slave,
+                            stderr=subprocess.PIPE, text=False)
+    os.close(slave)
+    seen, answered = b"", False
+    deadline = time.monotonic() + 30
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                break
+            if not answered and b"[n] reject > " in seen:
+                os.write(master, b"a\n")
+                answered = True
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert answered and proc.returncode == 0, seen.decode(errors="replace")
+
+    again = heddle(["ask", "-w", str(workspace), "-c", "once more"], daemon_env)  # no tty
+    assert again.returncode == 0, again.stderr
+    assert "? Allow" not in again.stdout
+    result = scripted.requests_for("echo")[3].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error"), result
+    assert "hi" in result["content"]

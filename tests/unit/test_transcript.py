@@ -96,10 +96,17 @@ def test_damaged_records_are_skipped_and_the_rest_still_loads(tmp_path):
         {"type": "message", "turnId": "t", "message": "nothing"},
         ["not", "a", "record"],
         event("t", kind="usage", usage="lots"),
+        event("t", kind="modelCall", index=[0], model="m"),
         event("t", kind="toolCallStarted", toolCallId="toolu_9", tool="Bash"),
+        event("t", kind="toolCallInput", toolCallId="toolu_9", tool="Bash", input="rm", title=""),
+        event("t", kind="agent", toolCallId=7, agent=None, event={"kind": "toolCallStarted"}),
         '{"type": "event", "turnId": "t", "ev',
     ])
     loaded = read(path)
-    assert len(loaded.warnings) == 5 and loaded.warnings[-1].startswith("skipped the last line")
-    assert roles(loaded) == ["user"] and loaded.messages[0].content[-1].text == INTERRUPTED_TEXT
-    assert [e["kind"] for _, e in loaded.events[-2:]] == ["toolCallFinished", "turnEnded"]
+    skipped = [w for w in loaded.warnings if w.startswith("skipped")]
+    assert len(skipped) == 5 and skipped[-1].startswith("skipped the last line")
+    assert roles(loaded) == ["user", "assistant", "user"]
+    assert loaded.messages[1].content[0].input == {}  # what was not an input is not kept
+    assert loaded.messages[2].content[0].tool_use_id == "toolu_9"
+    assert [e["kind"] for _, e in loaded.events[-3:]] == ["toolCallFinished", "agent",
+                                                          "turnEnded"]

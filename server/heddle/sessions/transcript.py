@@ -198,9 +198,6 @@ class _OpenTurn:
     """The turn's usage as the last `usage` event reported it."""
 
 
-_message = msgspec.json.Decoder(Message)
-
-
 class _Reader:
     """Folds records into a `Loaded`; the repairs it makes are records folded the same way."""
 
@@ -247,7 +244,7 @@ class _Reader:
                 role = record["message"]["role"]
                 if "call" not in record:
                     self.open.shown.clear()  # an older transcript: shown text became final
-                elif role == "assistant":
+                elif role == "assistant" and isinstance(record["call"], int):
                     self.open.final.add(record["call"])
             if self.with_messages:
                 message = msgspec.convert(record["message"], Message)
@@ -259,11 +256,11 @@ class _Reader:
     def _shown(self, event: dict, task: str | None, agent: str | None) -> None:
         """Follow what a turn shows: its current call's text and tools, what is still open."""
         o, kind = self.open, event.get("kind")
-        key = (task, event.get("toolCallId", ""))
+        key = (task, str(event.get("toolCallId", "")))
         if kind == "agent" and isinstance(event.get("event"), dict):
-            self._shown(event["event"], event.get("toolCallId", ""), event.get("agent"))
+            self._shown(event["event"], key[1], str(event.get("agent", "")))
         elif kind == "toolCallStarted":
-            o.calls[key] = (agent, event.get("tool", ""))
+            o.calls[key] = (agent, str(event.get("tool", "")))
         elif kind == "toolCallFinished":
             o.calls.pop(key, None)
         elif kind == "permissionAsked":
@@ -281,13 +278,15 @@ class _Reader:
         elif kind == "toolCallStarted" or kind == "thinkingDelta":
             o.break_text = True
         elif kind == "toolCallInput":
-            o.shown.append(ToolUseBlock(event.get("toolCallId", ""), event.get("tool", ""),
-                                        event.get("input") or {}))
+            given = event.get("input")
+            o.shown.append(ToolUseBlock(str(event.get("toolCallId", "")),
+                                        str(event.get("tool", "")),
+                                        given if isinstance(given, dict) else {}))
         elif kind in ("modelCall", "tombstone"):
             o.shown.clear()
             o.break_text = False
-            if kind == "modelCall":
-                o.call = event.get("index")
+            if kind == "modelCall" and isinstance(event.get("index"), int):
+                o.call = event["index"]
         elif kind == "usage":
             try:
                 o.usage = msgspec.convert(event.get("usage"), wire.Usage)
@@ -316,7 +315,8 @@ class _Reader:
             kept = o.results.get(use.id)
             if kept is None:
                 cut += 1
-            results.append(kept[0] if kept else ToolResultBlock(use.id, INTERRUPTED_RESULT, True))
+            results.append(kept[0] if kept else
+                           ToolResultBlock(use.id, INTERRUPTED_RESULT, True))
         if cut:
             warn(f"{cut} tool call{'s were' if cut > 1 else ' was'} running when Heddle "
                  f"stopped; {'they were' if cut > 1 else 'it was'} marked as interrupted")

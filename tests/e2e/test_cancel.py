@@ -217,6 +217,11 @@ async def test_cancelled_turn_loads_in_a_new_daemon_as_it_was(point, daemons, sc
         reap_sleeper(workspace)
     assert result["reason"] == "cancelled", result
     assert replay_problems(first.events, permissions=False) == []  # every started call finished
+    complete = {e["event"]["toolCallId"] for e in first.events
+                if e["event"]["kind"] == "toolCallInput"}
+    assert all(e["event"]["status"] == "cancelled" for e in first.events
+               if e["event"]["kind"] == "toolCallFinished"
+               and e["event"]["toolCallId"] not in complete)
     follow = await first.call("turn/start", {"sessionId": sid, "prompt": "what happened?"})
     assert follow["reason"] == "completed", follow
     live = scripted.requests_for(point)[-1].body["messages"]

@@ -281,3 +281,21 @@ async def test_session_rules_live_with_the_session(daemons, scripted, workspace)
     await d3.call("session/load", {"sessionId": sid})
     assert session_rules(await d3.call("rules/list", {"sessionId": sid})) == [
         ("deny", "Read(secret.txt)")]
+
+
+async def test_loading_a_session_while_its_turn_runs_leaves_the_turn_alone(daemons, scripted,
+                                                                           workspace):
+    scripted.add_scenario("busy", {"steps": [SLOW, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "busy"}))["sessionId"]
+    turn = asyncio.ensure_future(d.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    await after(d, "textDelta", 2, pause=0.1)
+    await d.call("session/load", {"sessionId": sid})  # replayed as far as it got, not closed
+    assert (await turn)["reason"] == "completed"
+    assert (d.kinds().count("turnStarted"), d.kinds().count("turnEnded")) == (2, 1)
+    await d.stop()
+    d2 = await daemons()
+    loaded = await d2.call("session/load", {"sessionId": sid})
+    assert loaded.get("warnings", []) == []
+    ends = [e["event"] for e in d2.events if e["event"]["kind"] == "turnEnded"]
+    assert [e["reason"] for e in ends] == ["completed"]

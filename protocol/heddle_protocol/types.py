@@ -211,7 +211,7 @@ class ErrorInfo(Wire):
     code: str
     """Stable classification: `overloaded`, `rateLimited`, `serverError`, `connection`, `timeout`,
     `streamInterrupted`, `promptTooLong`, `invalidRequest`, `authentication`, `permission`,
-    `notFound`, `internal`."""
+    `notFound`, `internal`; `interrupted` in the replay of a turn Heddle stopped during."""
     message: str
     status: int | None = None
     """HTTP status of the failed model request. Omitted: not an HTTP error."""

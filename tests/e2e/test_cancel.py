@@ -6,9 +6,11 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from lsprotocol import types as lsp_types
 
 from e2e import lsp
+from e2e.crashable import SLEEPER, after, file_appears, reap_sleeper, replay_problems
 from e2e.test_bad_input import RawDaemon
 from e2e.test_turns import new_session
 from procs import alive, all_dead
@@ -230,3 +232,64 @@ async def test_cancel_while_paused_for_a_stalled_editor_keeps_the_turns_work(
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+
+
+WRITE = {"type": "tool_use", "name": "Write", "input": {"path": "notes.txt",
+                                                          "content": "a line of notes\n" * 200}}
+READ = {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}
+CANCEL_POINTS = {
+    "streaming": ([SLOW_TEXT], "default", lambda d, ws: after(d, "textDelta")),
+    "tool-input": ([{"content": [{"type": "text", "text": "Writing."}, WRITE], "chunk": 4,
+                     "delayMs": 10}], "default", lambda d, ws: after(d, "toolCallStarted")),
+    "read-done-input-streaming": (
+        [{"content": [READ, WRITE], "chunk": 4, "delayMs": 10}], "default",
+        lambda d, ws: after(d, "toolCallStarted", 2)),
+    "permission": ([{"content": [{"type": "text", "text": "Running it."}, {
+        "type": "tool_use", "name": "Bash", "input": {"command": "touch ran"}}]}], "default",
+        lambda d, ws: asyncio.wait_for(d.permission_asked.wait(), 15)),
+    "bash-running": ([{"content": [READ, {"type": "tool_use", "name": "Bash",
+                                          "input": {"command": SLEEPER}}]}],
+                     "bypassPermissions", lambda d, ws: file_appears(ws / "sleeper.pid")),
+}
+
+
+@pytest.mark.parametrize("point", list(CANCEL_POINTS))
+async def test_cancelled_turn_loads_in_a_new_daemon_as_it_was(point, daemons, scripted,
+                                                              workspace):
+    """The transcript of a cancelled turn rebuilds the conversation the daemon had: a new
+    daemon's next request starts with exactly the history the old one sent, and is valid."""
+    steps, mode, trigger = CANCEL_POINTS[point]
+    scripted.add_scenario(point, {"steps": steps + [AFTER, AFTER]})
+    first = await daemons()
+    first.answer = asyncio.get_running_loop().create_future()  # never answered
+    sid = (await first.call("session/new", {"workspace": str(workspace), "model": point,
+                                            "permissionMode": mode}))["sessionId"]
+    turn = asyncio.ensure_future(first.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    try:
+        await trigger(first, workspace)
+        first.conn.notify("turn/cancel", {"sessionId": sid})
+        result = await asyncio.wait_for(turn, 15)
+    finally:
+        reap_sleeper(workspace)
+    assert result["reason"] == "cancelled", result
+    assert replay_problems(first.events, permissions=False) == []  # every started call finished
+    complete = {e["event"]["toolCallId"] for e in first.events
+                if e["event"]["kind"] == "toolCallInput"}
+    assert all(e["event"]["status"] == "cancelled" for e in first.events
+               if e["event"]["kind"] == "toolCallFinished"
+               and e["event"]["toolCallId"] not in complete)
+    follow = await first.call("turn/start", {"sessionId": sid, "prompt": "what happened?"})
+    assert follow["reason"] == "completed", follow
+    live = scripted.requests_for(point)[-1].body["messages"]
+    await first.stop()
+
+    second = await daemons()
+    loaded = await second.call("session/load", {"sessionId": sid})
+    assert loaded.get("warnings", []) == []
+    assert second.events == first.events  # the replay is what the editor was sent
+    more = await second.call("turn/start", {"sessionId": sid, "prompt": "and now?"})
+    assert more["reason"] == "completed", more
+    sent = scripted.requests_for(point)[-1]
+    assert sent.status == 200, sent.body
+    assert sent.body["messages"][:len(live)] == live
+    assert len(sent.body["messages"]) == len(live) + 2

@@ -305,3 +305,23 @@ def wait_for_text(path: Path, timeout: float = 30) -> str:
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.02)
     return path.read_text().strip()
+
+
+def test_always_allow_in_ask_holds_in_ask_continue(daemon_env, scripted, workspace):
+    echo = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}
+    done = {"content": [{"type": "text", "text": "Done."}]}
+    scripted.add_scenario("echo", {"steps": [echo, done, echo, done]})
+    term = Terminal(["ask", "-w", str(workspace), "-m", "echo", "say hi"], daemon_env)
+    try:
+        term.expect(b"[n] reject > ")
+        term.type(b"a\n")
+        assert term.wait() == 0, term.text()
+    finally:
+        term.close()
+
+    again = heddle(["ask", "-w", str(workspace), "-c", "once more"], daemon_env)  # no tty
+    assert again.returncode == 0, again.stderr
+    assert "? Allow" not in again.stdout
+    result = scripted.requests_for("echo")[3].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error"), result
+    assert "hi" in result["content"]

@@ -258,7 +258,7 @@ def test_terminal_client_applies_settings(env, scripted, workspace):
     scripted.add_scenario("plan", steps(tool("Write", path="y.txt", content="y")))
 
     def heddle(*args, command="ask"):
-        return subprocess.run([sys.executable, "-m", "heddle", command, "-w", str(workspace),
+        return subprocess.run([sys.executable, "-I", "-m", "heddle", command, "-w", str(workspace),
                                *args], env=env, capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
 

@@ -6,94 +6,22 @@ import asyncio
 import json
 import os
 import random
-import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from heddle.client import Connection, RpcError
+from heddle.client import RpcError
 from e2e import lsp
+from e2e.crashable import SLEEPER, after, reap_sleeper, transcript_path
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
 BASH = {"content": [{"type": "text", "text": "Running it."},
-                    {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}}]}
+                    {"type": "tool_use", "name": "Bash", "input": {"command": SLEEPER}}]}
 EDIT = {"content": [{"type": "tool_use", "name": "Edit", "input": {
     "path": "app.py", "old_string": "'Hello, ' + name", "new_string": "'Hi, ' + name"}}]}
 DONE = {"content": [{"type": "text", "text": "Continued."}]}
-
-
-class Daemon:
-    """A daemon over raw stdio, so it can be killed like a crash would."""
-
-    def __init__(self, env: dict[str, str]):
-        self.env = env
-        self.events: list[dict] = []
-        self.permission_asked = asyncio.Event()
-        self.answer: asyncio.Future | None = None
-
-    async def start(self) -> Daemon:
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-m", "heddle", "serve", env=self.env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL)
-        self.conn = Connection(self.proc.stdout, self.proc.stdin)
-        self.conn.on_notification("turn/event", self.events.append)
-
-        async def on_permission(params):
-            self.permission_asked.set()
-            return await self.answer if self.answer else {"decision": "allowOnce"}
-        self.conn.on_request("permission/request", on_permission)
-        await self.call("initialize", {"processId": None, "rootUri": None, "capabilities": {
-            "experimental": {"heddle": {"permissionRequests": True}}}})
-        self.conn.notify("initialized", {})
-        return self
-
-    async def call(self, method: str, params=None, timeout: float = 30):
-        return await asyncio.wait_for(self.conn.request(method, params), timeout)
-
-    def kinds(self) -> list[str]:
-        return [e["event"]["kind"] for e in self.events]
-
-    async def wait_for(self, kind: str, timeout: float = 15) -> None:
-        async def poll():
-            while kind not in self.kinds():
-                await asyncio.sleep(0.01)
-        await asyncio.wait_for(poll(), timeout)
-
-    async def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        await self.proc.wait()
-
-    async def stop(self) -> None:
-        if self.proc.returncode is None:
-            try:
-                await self.call("shutdown", timeout=10)
-                self.conn.notify("exit")
-                await asyncio.wait_for(self.proc.wait(), 10)
-            finally:
-                if self.proc.returncode is None:
-                    self.proc.kill()
-                    await self.proc.wait()
-
-
-@pytest.fixture
-async def daemons(daemon_env):
-    started: list[Daemon] = []
-
-    async def start() -> Daemon:
-        d = await Daemon(daemon_env).start()
-        started.append(d)
-        return d
-    yield start
-    for d in started:
-        await d.stop()
-
-
-def transcript_path(daemon_env, session_id: str) -> Path:
-    return Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions" / f"{session_id}.jsonl"
 
 
 async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_env):
@@ -114,6 +42,9 @@ async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_
     assert replayed[0] == "turnStarted" and replayed[-1] == "turnEnded"
     assert replayed.count("toolCallFinished") == 3
     assert [e["seq"] for e in second.events] == list(range(len(second.events)))
+    replayed = list(second.events)
+    assert (await second.call("session/load", {"sessionId": sid}))["turns"] == 1  # live now
+    assert second.events == replayed + replayed
     again = await second.call("turn/start", {"sessionId": sid, "prompt": "thanks"})
     assert again["reason"] == "completed"
     sent = scripted.requests_for("edit")[-1].body["messages"]
@@ -134,14 +65,17 @@ async def kill_during(daemons, scripted, workspace, daemon_env, step: dict, trig
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": name,
                                         "permissionMode": mode}))["sessionId"]
     turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "go"}))
-    if trigger == "permission":
-        await asyncio.wait_for(d.permission_asked.wait(), 15)
-    else:
-        await d.wait_for(trigger)
-    await asyncio.sleep(delay)
-    shown = "".join(e["event"].get("text", "") for e in d.events
-                    if e["event"]["kind"] == "textDelta")
-    await d.kill()
+    try:
+        if trigger == "permission":
+            await asyncio.wait_for(d.permission_asked.wait(), 15)
+        else:
+            await d.wait_for(trigger)
+        await asyncio.sleep(delay)
+        shown = "".join(e["event"].get("text", "") for e in d.events
+                        if e["event"]["kind"] == "textDelta")
+        await d.kill()
+    finally:
+        reap_sleeper(workspace)
     with pytest.raises(ConnectionError):
         await turn
 
@@ -218,7 +152,7 @@ async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_p
 
 
 async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, workspace, daemon_env):
-    scripted.add_scenario("s", {"steps": [DONE, DONE]})
+    scripted.add_scenario("s", {"steps": [DONE, DONE, DONE]})
     d = await daemons()
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": "s"}))["sessionId"]
     await d.call("turn/start", {"sessionId": sid, "prompt": "hello"})
@@ -239,11 +173,17 @@ async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, works
     loaded = await d2.call("session/load", {"sessionId": sid})
     assert loaded.get("warnings", []) == [f"skipped the last line of {sid}.jsonl: it is not a complete record"]
     assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "again"}))["reason"] == "completed"
+    await d2.stop()
+    d3 = await daemons()  # the cut line was dropped, so the next turn's records are whole
+    reloaded = await d3.call("session/load", {"sessionId": sid})
+    assert (reloaded["turns"], reloaded.get("warnings", [])) == (2, [])
+    assert [e["event"]["prompt"] for e in d3.events if e["event"]["kind"] == "turnStarted"] == [
+        "hello", "again"]
     with pytest.raises(RpcError) as err:
-        await d2.call("session/load", {"sessionId": future})
+        await d3.call("session/load", {"sessionId": future})
     assert err.value.code == -32013 and "version 99" in err.value.message
     with pytest.raises(RpcError) as err:
-        await d2.call("session/load", {"sessionId": "../../etc/passwd"})
+        await d3.call("session/load", {"sessionId": "../../etc/passwd"})
     assert err.value.code == -32010
 
 
@@ -264,3 +204,98 @@ async def test_a_starting_daemon_removes_saved_tool_results_of_idle_sessions(
         assert not old.parent.exists() and fresh.exists()
     finally:
         await lsp.stop(client)
+
+
+async def test_last_reason_is_omitted_when_heddle_stopped_during_the_last_turn(
+        daemons, scripted, workspace):
+    scripted.add_scenario("r", {"steps": [DONE, SLOW, DONE]})
+    d = await daemons()
+    idle = (await d.call("session/new", {"workspace": str(workspace), "model": "r"}))["sessionId"]
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "r"}))["sessionId"]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "two"}))
+    await after(d, "textDelta", 1)
+    await d.kill()
+    with pytest.raises(ConnectionError):
+        await turn
+
+    def reasons(listed):
+        return {s["sessionId"]: (s["turns"], s.get("lastReason")) for s in listed["sessions"]}
+    d2 = await daemons()
+    assert reasons(await d2.call("session/list", {})) == {idle: (0, None), sid: (2, None)}
+    await d2.call("session/load", {"sessionId": sid})  # repaired: still not how a turn ended
+    assert reasons(await d2.call("session/list", {}))[sid] == (2, None)
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "three"}))["reason"] == "completed"
+    assert reasons(await d2.call("session/list", {}))[sid] == (3, "completed")
+
+
+async def test_system_prompt_and_thinking_budget_survive_a_restart(daemons, scripted, workspace):
+    scripted.add_scenario("o", {"steps": [DONE, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "o",
+                                        "systemPrompt": "Answer in French.",
+                                        "thinkingBudget": 2048}))["sessionId"]
+    await d.call("turn/start", {"sessionId": sid, "prompt": "one"})
+    await d.stop()
+    d2 = await daemons()
+    await d2.call("session/load", {"sessionId": sid})
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
+    before, after_load = (r.body for r in scripted.requests_for("o"))
+    assert after_load["system"] == before["system"] and "Answer in French." in before["system"]
+    assert after_load["thinking"] == before["thinking"] == {"type": "enabled",
+                                                            "budget_tokens": 2048}
+
+
+async def test_session_rules_live_with_the_session(daemons, scripted, workspace):
+    """"Always allow" for the session survives a restart; rules added and revoked later too."""
+    echo = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}
+    scripted.add_scenario("rules", {"steps": [echo, DONE, echo, DONE]})
+
+    def session_rules(listed):
+        return [(r["kind"], r["rule"]) for r in listed["rules"] if r["scope"] == "session"]
+    d = await daemons()
+    d.answer = asyncio.get_running_loop().create_future()
+    d.answer.set_result({"decision": "allowAlways"})
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "rules"}))["sessionId"]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    kept = session_rules(await d.call("rules/list", {"sessionId": sid}))
+    assert kept == [("allow", "Bash(echo hi:*)")]
+    await d.stop()
+
+    d2 = await daemons()
+    d2.answer = asyncio.get_running_loop().create_future()  # asking again would hang the turn
+    await d2.call("session/load", {"sessionId": sid})
+    assert session_rules(await d2.call("rules/list", {"sessionId": sid})) == kept
+    assert (await d2.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
+    assert not d2.permission_asked.is_set()
+    assert d2.events[-1]["event"]["kind"] == "turnEnded"
+    assert [e["event"]["status"] for e in d2.events if e["event"]["kind"] == "toolCallFinished"
+            ][-1:] == ["ok"]
+    other = (await d2.call("session/new", {"workspace": str(workspace)}))["sessionId"]
+    assert session_rules(await d2.call("rules/list", {"sessionId": other})) == []
+    await d2.call("rules/add", {"sessionId": sid, "rule": "Read(secret.txt)", "kind": "deny"})
+    await d2.call("rules/revoke", {"sessionId": sid, "rule": "Bash(echo hi:*)"})
+    await d2.stop()
+
+    d3 = await daemons()
+    await d3.call("session/load", {"sessionId": sid})
+    assert session_rules(await d3.call("rules/list", {"sessionId": sid})) == [
+        ("deny", "Read(secret.txt)")]
+
+
+async def test_loading_a_session_while_its_turn_runs_leaves_the_turn_alone(daemons, scripted,
+                                                                           workspace):
+    scripted.add_scenario("busy", {"steps": [SLOW, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "busy"}))["sessionId"]
+    turn = asyncio.ensure_future(d.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    await after(d, "textDelta", 2, pause=0.1)
+    await d.call("session/load", {"sessionId": sid})  # replayed as far as it got, not closed
+    assert (await turn)["reason"] == "completed"
+    assert (d.kinds().count("turnStarted"), d.kinds().count("turnEnded")) == (2, 1)
+    await d.stop()
+    d2 = await daemons()
+    loaded = await d2.call("session/load", {"sessionId": sid})
+    assert loaded.get("warnings", []) == []
+    ends = [e["event"] for e in d2.events if e["event"]["kind"] == "turnEnded"]
+    assert [e["reason"] for e in ends] == ["completed"]

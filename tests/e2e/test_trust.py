@@ -149,7 +149,7 @@ def test_heddle_trust_shows_what_it_enables_and_records_it(daemon_env, scripted,
     scripted.add_scenario("again", steps(tool("Bash", command="echo from-rule")))
 
     def heddle(*args, command="ask"):
-        return subprocess.run([sys.executable, "-m", "heddle", command, "-w", str(workspace),
+        return subprocess.run([sys.executable, "-I", "-m", "heddle", command, "-w", str(workspace),
                                *args], env=daemon_env, capture_output=True, text=True,
                               timeout=60, stdin=subprocess.DEVNULL)
 

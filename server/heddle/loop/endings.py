@@ -44,22 +44,43 @@ def tombstone(index: int, reason: str) -> Tombstone:
 
 def discard(executor: ToolExecutor, why: str) -> list[CoreEvent]:
     """Drop the calls of a response that is being thrown away: queued ones never run (started
-    read-only ones finish on their own and their results are ignored)."""
+    read-only ones finish on their own and their results are ignored), and a call whose input
+    was still streaming is finished too, so every `ToolCallStarted` gets its `ToolCallFinished`."""
     executor._queued.clear()
-    return [ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
-            for c in executor.calls if not c.started and c.result is None]
+    events: list[CoreEvent] = [
+        ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
+        for c in executor.calls if not c.started and c.result is None]
+    if executor.streaming is not None:
+        events.append(ToolCallFinished(*executor.streaming, "cancelled", f"not run: {why}"))
+        executor.streaming = None
+    return events
 
 
 def aborted(messages: tuple[Message, ...], blocks: list[Block], executor: ToolExecutor,
             abort_reason: str | None) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
-    """Close the conversation after a cancel. A new prompt interrupting (`abort_reason ==
-    "interrupt"`) adds no interruption note: the new message carries the context."""
+    """Close the conversation after a cancel while the model streamed: keep what it wrote. A
+    new prompt interrupting (`abort_reason == "interrupt"`) adds no interruption note: the new
+    message carries the context."""
     events = discard(executor, "cancelled")
     content = sanitize(blocks)
     if content:
         assistant = Message("assistant", content)
         messages += (assistant,)
         events.append(MessageFinal(assistant))
+    return _closed(events, messages, content, executor, abort_reason)
+
+
+def aborted_tools(messages: tuple[Message, ...], executor: ToolExecutor,
+                  abort_reason: str | None) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
+    """Close the conversation after a cancel while tools ran: the response is already the last
+    message (and final), so only the results and the note are added."""
+    return _closed(discard(executor, "cancelled"), messages, messages[-1].content, executor,
+                   abort_reason)
+
+
+def _closed(events: list[CoreEvent], messages: tuple[Message, ...], content: tuple[Block, ...],
+            executor: ToolExecutor, abort_reason: str | None
+            ) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
     known = {b.id for b in content if isinstance(b, ToolUseBlock)}
     tail: tuple[Block, ...] = tuple(r for r in executor.results(CANCELLED_RESULT)
                                     if r.tool_use_id in known)

@@ -10,7 +10,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle.loop.messages import Message
+from heddle.loop.messages import Message, ToolResultBlock
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
@@ -61,6 +61,9 @@ class ToolCallFinished(msgspec.Struct, frozen=True):
     status: ToolStatus
     summary: str
     diff: str | None = None
+    result: ToolResultBlock | None = None
+    """The tool_result the model will get (for transcripts; not sent to clients). None: the
+    call did not run."""
 
 
 class DiffPreview(msgspec.Struct, frozen=True):

@@ -99,6 +99,7 @@ def _on_stream_event(ev, response: Response, executor: ToolExecutor,
     if isinstance(ev, BlockStarted):
         response.partial_text.clear()
         if ev.kind == "tool_use":
+            executor.begin(ev.tool_use_id, ev.tool_name)
             return [ToolCallStarted(ev.tool_use_id, ev.tool_name)]
         return []
     if isinstance(ev, BlockDone):

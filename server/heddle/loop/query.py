@@ -317,8 +317,7 @@ async def _loop(p: QueryParams, config: LoopConfig, background: Background
         try:
             await executor.wait()
         except anyio.get_cancelled_exc_class():
-            events, messages, text = endings.aborted(state.messages, list(assistant.content),
-                                                     executor, p.abort_reason())
+            events, messages, text = endings.aborted_tools(messages, executor, p.abort_reason())
             for ev in events + end(TerminalReason.ABORTED_TOOLS, messages, text):
                 yield ev
             return

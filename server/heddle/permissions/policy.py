@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from heddle.loop.events import Preview
 from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
@@ -94,6 +94,8 @@ class PermissionPolicy:
         """Where project and user rules are saved; None: only session rules can be added."""
         self.pass_env = tuple(pass_env)
         """Secret-looking environment variables tool processes may see all the same."""
+        self.on_session_rules: Callable[[list[Rule]], None] | None = None
+        """Called with the session's own rules after they change (its transcript keeps them)."""
 
     @classmethod
     def from_settings(cls, loaded: LoadedSettings, mode: Mode | None = None) -> PermissionPolicy:
@@ -131,6 +133,8 @@ class PermissionPolicy:
             self._rewrite(rule.scope, lambda: add_rule(path, rule.kind, rule.pattern))
         if rule not in self.rules:
             self.rules.append(rule)
+            if rule.scope == "session":
+                self._session_rules_changed()
         return rule
 
     def revoke(self, pattern: str, kind: RuleKind | None = None,
@@ -144,6 +148,8 @@ class PermissionPolicy:
                 path = self._file(rule.scope)
                 self._rewrite(rule.scope, lambda: remove_rule(path, rule.kind, rule.pattern))
             self.rules.remove(rule)
+        if any(r.scope == "session" for r in gone):
+            self._session_rules_changed()
         return gone
 
     def _rewrite(self, scope: str, write) -> None:
@@ -152,6 +158,10 @@ class PermissionPolicy:
             rewrite_project(self.files, write)
         else:
             write()
+
+    def _session_rules_changed(self) -> None:
+        if self.on_session_rules is not None:
+            self.on_session_rules([r for r in self.rules if r.scope == "session"])
 
     def _file(self, scope: str) -> Path:
         path = self.files.for_scope(scope) if self.files else None

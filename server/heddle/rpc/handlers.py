@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
@@ -73,17 +74,20 @@ def register(server: HeddleServer) -> None:
     async def shutdown(params: Any) -> None:
         await server.cancel_all_turns()
 
+    def defaults_for(settings: LoadedSettings) -> SessionOptions:
+        """The daemon's defaults for a session's options, the settings' fallback model after
+        `HEDDLE_FALLBACK_MODEL`."""
+        return replace(server.session_options(), fallback_model=server.fallback_model
+                       or settings.settings.fallback_model)
+
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
         settings = settings_for(server, p.workspace)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
-        options = SessionOptions(
-            fallback_model=(p.fallback_model or server.fallback_model
-                            or settings.settings.fallback_model),
-            thinking_budget=p.thinking_budget,
-            summary_model=p.summary_model or server.summary_model,
-            compact_model=p.compact_model or server.compact_model)
+        options = SessionOptions(fallback_model=p.fallback_model, thinking_budget=p.thinking_budget,
+                                 summary_model=p.summary_model, compact_model=p.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
-                                or server.default_model, policy, p.system_prompt, options)
+                                or server.default_model, policy, p.system_prompt, options,
+                                defaults_for(settings))
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
@@ -136,6 +140,8 @@ def register(server: HeddleServer) -> None:
 
         session, loaded = server.sessions.load(p.session_id, policy_for, server.session_options())
         settings = read[-1] if read else None
+        if settings is not None:  # the settings' fallback model, read with the session's folder
+            session.options = session.options.over(defaults_for(settings))
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1

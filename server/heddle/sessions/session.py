@@ -7,14 +7,15 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import anyio
 
 from heddle.loop.messages import Message
-from heddle.permissions.policy import PermissionPolicy
+from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
+from heddle.permissions.rules import KINDS
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptWriter, read)
 from heddle.tools.documents import EditorDocuments
@@ -65,6 +66,11 @@ class SessionOptions:
     summary_model: str | None = None
     compact_model: str | None = None
 
+    def over(self, defaults: SessionOptions) -> SessionOptions:
+        """These options, with `defaults` where one is not set."""
+        return SessionOptions(*(mine if mine is not None else default
+                                for mine, default in zip(astuple(self), astuple(defaults))))
+
 
 @dataclass
 class Session:
@@ -110,19 +116,25 @@ class SessionRegistry:
         self.documents = EditorDocuments()
 
     def new(self, workspace: str, model: str, policy: PermissionPolicy,
-            system_extra: str | None = None, options: SessionOptions = SessionOptions()) -> Session:
+            system_extra: str | None = None, options: SessionOptions = SessionOptions(),
+            defaults: SessionOptions = SessionOptions()) -> Session:
+        """A new session; `options` (kept in its transcript) over the daemon's `defaults`."""
         path = Path(workspace)
         if not path.is_absolute():
             raise SessionError("workspace", f"workspace must be an absolute path, got {workspace!r}")
         if not path.is_dir():
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
-                          system_extra, options=options, documents=self.documents)
+                          system_extra, options=options.over(defaults), documents=self.documents)
         if self.directory is not None:
             session.transcript = TranscriptWriter(
                 self.directory / f"{session.id}.jsonl",
                 Header(FORMAT_VERSION, session.id, str(session.workspace), model,
-                       session.created_at, policy.mode))
+                       session.created_at, policy.mode, system_prompt=system_extra,
+                       thinking_budget=options.thinking_budget,
+                       fallback_model=options.fallback_model,
+                       summary_model=options.summary_model, compact_model=options.compact_model))
+            policy.on_session_rules = session.transcript.rules
         self._sessions[session.id] = session
         return session
 
@@ -145,26 +157,44 @@ class SessionRegistry:
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
     def load(self, session_id: str, policy_for: Callable[[str, str], PermissionPolicy],
-             options: SessionOptions) -> tuple[Session, Loaded]:
-        """Bring a session back from its transcript (or return the live one), repaired."""
+             defaults: SessionOptions) -> tuple[Session, Loaded]:
+        """Bring a session back from its transcript (or return the live one). A turn Heddle
+        stopped during is closed, and the repair is written to the transcript, so every later
+        load reads the same history."""
         if not SESSION_ID.fullmatch(session_id):
             raise SessionError("notFound", f"no session {session_id!r}")
         path = self.directory / f"{session_id}.jsonl" if self.directory else None
         if path is None or not path.exists():
             raise SessionError("notFound", f"no session {session_id!r}")
+        live = self._sessions.get(session_id)
+        running = live.turn.id if live is not None and live.turn is not None else None
         try:
-            loaded = read(path)
+            loaded = read(path, close=running is None)
         except TranscriptError as exc:
             raise SessionError("transcript", str(exc)) from None
-        live = self._sessions.get(session_id)
-        if live is not None:
+        except OSError as exc:
+            raise SessionError("transcript", f"cannot read {path.name}: {exc}") from None
+        if live is not None:  # its history is in memory; the repairs are only for the replay
             return live, loaded
         h = loaded.header
-        session = Session(h.session_id, Path(h.workspace), h.model,
-                          policy_for(h.permission_mode, h.workspace),
-                          messages=loaded.messages, turns_run=loaded.turns, options=options,
-                          transcript=TranscriptWriter(path), created_at=h.created_at,
-                          documents=self.documents)
+        policy = policy_for(h.permission_mode, h.workspace)
+        for kind, pattern in loaded.session_rules:
+            try:
+                if kind not in KINDS:
+                    raise RuleError(f"unknown kind {kind!r}")
+                policy.add(Rule(kind, pattern, "session"))
+            except RuleError as exc:
+                loaded.warnings.append(f"skipped the session rule {pattern!r}: {exc}")
+        options = SessionOptions(h.fallback_model, h.thinking_budget, h.summary_model,
+                                 h.compact_model)
+        transcript = TranscriptWriter(path)
+        for record in loaded.repairs:
+            transcript.record(record)
+        policy.on_session_rules = transcript.rules
+        session = Session(h.session_id, Path(h.workspace), h.model, policy, h.system_prompt,
+                          messages=loaded.messages, turns_run=loaded.turns,
+                          options=options.over(defaults), transcript=transcript,
+                          created_at=h.created_at, documents=self.documents)
         for warning in loaded.warnings:
             log.warning("session %s: %s", session_id, warning)
         self._sessions[session_id] = session

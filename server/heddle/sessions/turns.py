@@ -20,7 +20,8 @@ from heddle.context.windows import Limits
 from heddle.loop.budget import parse_budget
 from heddle.loop.deps import LoopDeps, Outlet
 from heddle.loop.endings import INTERRUPTED
-from heddle.loop.events import Compaction, CoreEvent, MessageFinal, Terminal, TerminalReason, Usage
+from heddle.loop.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
+                                TerminalReason, ToolCallFinished, Usage)
 from heddle.loop.hooks import StopHooks
 from heddle.permissions.hooks import HookRunner
 from heddle.sessions.agents import agent_runner
@@ -149,8 +150,11 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 params.tool_context.run_agent = agent_runner(params, context, emit)
                 terminal = await drive(query(params), emit)
         if terminal is None:  # cancelled before the loop could report
+            tail = () if turn.abort_reason == "interrupt" else (TextBlock(INTERRUPTED),)
+            if tail:
+                emit(MessageFinal(Message("user", tail)))  # the transcript keeps it too
             terminal = Terminal(TerminalReason.ABORTED_STREAMING,
-                                append_user(messages, (TextBlock(INTERRUPTED),)), Usage())
+                                append_user(messages, tail) if tail else messages, Usage())
         session.messages = terminal.messages
         session.turns_run += 1
         if transcript is not None:
@@ -208,10 +212,21 @@ async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
 
 def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
                turn_id: str) -> Callable[[CoreEvent], None]:
-    """Write conversation content to the transcript as it becomes final, then pass events on."""
+    """Write conversation content to the transcript as it becomes final, then pass events on.
+
+    A message names the model call it followed, and a tool result is written as its call
+    finishes: a load after a crash can then tell what of the shown output is already in the
+    conversation, and keep a finished call's result although its batch never completed."""
+    call: int | None = None
+
     def record(ev: CoreEvent) -> None:
-        if isinstance(ev, MessageFinal):
-            transcript.message(turn_id, ev.message)
+        nonlocal call
+        if isinstance(ev, ModelCallStarted):
+            call = ev.index
+        elif isinstance(ev, MessageFinal):
+            transcript.message(turn_id, ev.message, call)
+        elif isinstance(ev, ToolCallFinished) and ev.result is not None:
+            transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff)
         elif isinstance(ev, Compaction) and ev.layer not in LIGHT_LAYERS:
             # snip and microcompact are redone from the full history whenever it is loaded, so
             # only summaries (which cannot be redone) replace the history on disk

@@ -57,12 +57,19 @@ class ToolExecutor:
     _done: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str | None = None
     """Set when a tool hook asked to end the turn after this batch (`{"continue": false}`)."""
+    streaming: tuple[str, str] | None = None
+    """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
 
     def __post_init__(self) -> None:
         self._idle.set()
 
+    def begin(self, block_id: str, tool: str) -> None:
+        """A tool_use block started in the stream; `add` follows once its input is complete."""
+        self.streaming = (block_id, tool)
+
     def add(self, block: ToolUseBlock, input_error: str | None = None) -> None:
         """A tool_use block is complete in the stream."""
+        self.streaming = None
         call = _Call(block, input_error, self.tools.get(block.name))
         self.calls.append(call)
         if call.safe and not self._queued:
@@ -123,7 +130,8 @@ class ToolExecutor:
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
         call.result = ToolResultBlock(call.block.id, content or "(no output)", status != "ok")
-        self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, status, summary, diff))
+        self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, status, summary, diff,
+                                       call.result))
 
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
         block, tool = call.block, call.tool

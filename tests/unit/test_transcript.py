@@ -1,0 +1,112 @@
+"""Reading transcripts whose records came in orders a live daemon cannot be made to produce
+on cue: events sent late (the editor was behind), older transcripts, damaged records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from heddle.sessions.transcript import INTERRUPTED_TEXT, read
+
+HEADER = {"type": "header", "version": 1, "session_id": "a" * 32, "workspace": "/w",
+          "model": "m", "created_at": 1.0}
+READ = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/w/app.py"}}
+
+
+def write(tmp_path: Path, records: list) -> Path:
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                            for r in [HEADER] + records))
+    return path
+
+
+def event(turn: str, **ev) -> dict:
+    return {"type": "event", "turnId": turn, "event": ev}
+
+
+def message(turn: str, role: str, content: list, **extra) -> dict:
+    return {"type": "message", "turnId": turn, "message": {"role": role, "content": content},
+            **extra}
+
+
+def text(t: str) -> dict:
+    return {"type": "text", "text": t}
+
+
+def roles(loaded) -> list[str]:
+    return [m.role for m in loaded.messages]
+
+
+def test_output_sent_after_its_message_became_final_is_not_kept_twice(tmp_path):
+    """The editor was behind: the model call's message and its results were written before the
+    call's last events were sent. The reply is already in the conversation."""
+    path = write(tmp_path, [
+        {"type": "turn", "turnId": "t", "prompt": "go", "at": 2.0},
+        message("t", "user", [text("go")]),
+        event("t", kind="turnStarted", prompt="go", model="m"),
+        event("t", kind="modelCall", index=0, model="m"),
+        message("t", "assistant", [text("Let me look."), READ], call=0),
+        {"type": "toolResult", "turnId": "t", "status": "ok", "summary": "5 lines",
+         "result": {"type": "tool_result", "tool_use_id": "toolu_1", "content": "code"}},
+        message("t", "user", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                               "content": "code"}], call=0),
+        event("t", kind="textDelta", text="Let me look."),
+        event("t", kind="toolCallStarted", toolCallId="toolu_1", tool="Read"),
+    ])
+    loaded = read(path)
+    assert roles(loaded) == ["user", "assistant", "user"]
+    assert loaded.messages[2].content[-1].text == INTERRUPTED_TEXT
+    assert loaded.warnings == []
+    closing = [e for _, e in loaded.events[-2:]]
+    assert [e["kind"] for e in closing] == ["toolCallFinished", "turnEnded"]
+    assert (closing[0]["status"], closing[0]["summary"]) == ("ok", "5 lines")  # as it finished
+    assert closing[1]["cancelPhase"] == "streaming"
+
+
+def test_a_turn_an_older_heddle_left_open_is_closed_where_the_next_begins(tmp_path):
+    path = write(tmp_path, [
+        {"type": "turn", "turnId": "t1", "prompt": "go", "at": 2.0},
+        message("t1", "user", [text("go")]),
+        event("t1", kind="turnStarted", prompt="go", model="m"),
+        event("t1", kind="modelCall", index=0, model="m"),
+        event("t1", kind="textDelta", text="Partial answer"),
+        event("t2", kind="turnStarted", prompt="next", model="m"),  # sent before it is recorded
+        {"type": "turn", "turnId": "t2", "prompt": "next", "at": 3.0},
+        message("t2", "user", [text("next")]),
+        message("t2", "assistant", [text("Done.")]),
+        event("t2", kind="turnEnded", reason="completed", usage={}),
+        {"type": "end", "turnId": "t2", "reason": "completed", "at": 4.0},
+    ])
+    loaded = read(path)
+    assert [(m.role, [getattr(b, "text", "") for b in m.content]) for m in loaded.messages] == [
+        ("user", ["go"]), ("assistant", ["Partial answer"]),
+        ("user", [INTERRUPTED_TEXT, "next"]), ("assistant", ["Done."])]
+    assert (loaded.warnings, loaded.repairs, loaded.last_reason) == ([], [], "completed")
+    assert [(t, e["kind"]) for t, e in loaded.events] == [
+        ("t1", "turnStarted"), ("t1", "modelCall"), ("t1", "textDelta"), ("t1", "turnEnded"),
+        ("t2", "turnStarted"), ("t2", "turnEnded")]
+
+
+def test_damaged_records_are_skipped_and_the_rest_still_loads(tmp_path):
+    path = write(tmp_path, [
+        {"type": "turn", "turnId": "t", "prompt": "go", "at": 2.0},
+        message("t", "user", [text("go")]),
+        {"type": "toolResult", "turnId": "t", "result": "not a result"},
+        {"type": "rules", "rules": [1]},
+        {"type": "message", "turnId": "t", "message": "nothing"},
+        ["not", "a", "record"],
+        event("t", kind="usage", usage="lots"),
+        event("t", kind="modelCall", index=[0], model="m"),
+        event("t", kind="toolCallStarted", toolCallId="toolu_9", tool="Bash"),
+        event("t", kind="toolCallInput", toolCallId="toolu_9", tool="Bash", input="rm", title=""),
+        event("t", kind="agent", toolCallId=7, agent=None, event={"kind": "toolCallStarted"}),
+        '{"type": "event", "turnId": "t", "ev',
+    ])
+    loaded = read(path)
+    skipped = [w for w in loaded.warnings if w.startswith("skipped")]
+    assert len(skipped) == 5 and skipped[-1].startswith("skipped the last line")
+    assert roles(loaded) == ["user", "assistant", "user"]
+    assert loaded.messages[1].content[0].input == {}  # what was not an input is not kept
+    assert loaded.messages[2].content[0].tool_use_id == "toolu_9"
+    assert [e["kind"] for _, e in loaded.events[-3:]] == ["toolCallFinished", "agent",
+                                                          "turnEnded"]

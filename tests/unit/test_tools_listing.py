@@ -191,6 +191,11 @@ async def test_grep_context_glob_count_and_case(ctx):
 async def test_grep_errors(ctx):
     with pytest.raises(ToolError, match="regex parse error"):
         await run(Grep(), ctx, pattern="(unclosed")
+    with pytest.raises(ToolError, match="unclosed alternate group"):
+        await run(Grep(), ctx, pattern="x", glob="*.{py")
+    for raw in ({"pattern": "a\0b"}, {"pattern": "a", "glob": "*\0"}):
+        with pytest.raises(ToolError, match=r"^pattern and glob cannot contain a NUL character"):
+            await run(Grep(), ctx, **raw)
     with pytest.raises(msgspec.ValidationError, match=r"at `\$.output_mode`"):
         msgspec.convert({"pattern": "x", "output_mode": "lines"}, Grep.input_type)
     with pytest.raises(msgspec.ValidationError, match=r"at `\$.context`"):

@@ -60,6 +60,9 @@ class Grep:
         return None
 
     async def run(self, inp: GrepInput, ctx: ToolContext) -> ToolOutput:
+        if "\0" in inp.pattern or "\0" in (inp.glob or ""):  # no process takes one in an argument
+            raise ToolError("pattern and glob cannot contain a NUL character (Grep searches "
+                            "text files, and skips files with one)")
         out = await run_ripgrep(_command(inp), ctx.workspace)
         kept = None
         if inp.glob and out:

@@ -66,21 +66,6 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-def last_component(pattern: str) -> str:
-    """What the name of a file that `pattern` matches must match: the part after the last
-    `/`, or `*` when that is `**` or the `/` is inside braces (`{src/*.py,*.md}`)."""
-    depth, cut, cut_depth = 0, -1, 0
-    for i, c in enumerate(pattern):
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth = max(depth - 1, 0)
-        elif c == "/":
-            cut, cut_depth = i, depth
-    name = pattern[cut + 1:]
-    return "*" if cut_depth or name in ("", "**") else name
-
-
 def _component_starts(pattern: str, i: int, depth: int) -> bool:
     return i == 0 or pattern[i - 1] == "/" or (depth > 0 and pattern[i - 1] in "{,")
 

@@ -222,16 +222,18 @@ class TurnStartResult(Wire):
     turn_id: str
     reason: TerminalReason
     usage: Usage
+    # text and transitions have no default so that omit_defaults cannot leave them out: the
+    # spec promises both in every result, empty or not
+    text: str
+    """The final assistant text of the turn; `""` when it ended without any."""
+    transitions: list[str]
+    """Why the loop went round, once per extra iteration, in order (`[]`: it did not): `next_turn`,
+    `max_output_tokens_escalate`, `max_output_tokens_recovery`, `reactive_compact_retry`,
+    `collapse_drain_retry`, `stop_hook_blocking`, `token_budget_continuation`."""
     cancel_phase: CancelPhase | None = None
     """Only with reason `cancelled`: whether the model was streaming or tools were running."""
     error: ErrorInfo | None = None
     """Only with an error reason (`modelError`, `promptTooLong`, ...). Omitted: no error."""
-    text: str = ""
-    """The final assistant text of the turn."""
-    transitions: list[str] = []
-    """Why the loop went round, once per extra iteration, in order: `next_turn`,
-    `max_output_tokens_escalate`, `max_output_tokens_recovery`, `reactive_compact_retry`,
-    `collapse_drain_retry`, `stop_hook_blocking`, `token_budget_continuation`."""
 
 
 class TurnCancelParams(Wire):

@@ -59,6 +59,62 @@ async def test_glob_never_lists_the_git_folder(ctx):
     assert {".gitignore", "README.md", "src/app.py"} <= set(everything)
 
 
+@pytest.fixture
+def ignoring(ctx: ToolContext) -> ToolContext:
+    """The workspace with more files that .gitignore and .ignore exclude: in a folder (build/,
+    deeper too), of a kind (*.log), in a folder that .ignore names (scratch/)."""
+    ws = ctx.workspace
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / ".ignore").write_text("scratch/\n")
+    for name in ("build/sub/deep.py", "src/debug.log", "scratch/try.py"):
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text("helper()\n")
+    return ctx
+
+
+SRC = ["src/app.py", "src/util/helper.py", "src/util/notes.md"]
+
+
+@pytest.mark.parametrize("pattern,found", [
+    ("**/*", SRC + [".github/ci.yml", ".gitignore", ".ignore", "README.md"]),
+    ("**", SRC + [".github/ci.yml", ".gitignore", ".ignore", "README.md"]),
+    ("*/**", SRC + [".github/ci.yml"]),
+    ("{src,build,scratch}/**/*", SRC),
+])
+async def test_glob_keeps_out_what_gitignore_and_ignore_exclude(ignoring, pattern, found):
+    listed = await run(Glob(), ignoring, pattern=pattern)
+    assert sorted(listed.content.splitlines()) == sorted(found)
+
+
+@pytest.mark.parametrize("pattern", ["build/*", "build/**", "build/sub/*.py", "**/*.log",
+                                     "src/*.log", "scratch/*", "**/deep.py"])
+async def test_glob_finds_nothing_ignored_even_when_named(ignoring, pattern):
+    assert (await run(Glob(), ignoring, pattern=pattern)).content == "No files found."
+
+
+async def test_glob_and_grep_search_an_ignored_folder_given_as_path(ignoring):
+    # the folder itself was asked for; the ignore rules still apply inside it
+    found = await run(Glob(), ignoring, pattern="**/*.py", path="build")
+    assert set(found.content.splitlines()) == {"build/out.py", "build/sub/deep.py"}
+    grep = await run(Grep(), ignoring, pattern="helper", path="build", glob="*.py")
+    assert grep.content.splitlines() == ["build/out.py:1:def helper(): pass",
+                                         "build/sub/deep.py:1:helper()"]
+
+
+@pytest.mark.parametrize("glob,found", [
+    ("*", SRC), ("**/*", SRC), ("**", SRC), ("*.py", SRC[:2]), ("src/**", SRC),
+    ("build/**", []), ("*.log", []), ("src/*.log", []), ("scratch/*", []),
+    ("!*.md", SRC[:2]),
+])
+async def test_grep_glob_cannot_bring_ignored_files_back(ignoring, glob, found):
+    out = await run(Grep(), ignoring, pattern="helper", glob=glob, output_mode="files_with_matches")
+    assert out.content.splitlines() == (found or ["No matches."])
+
+
+async def test_grep_glob_never_searches_the_git_folder(ignoring):
+    assert (await run(Grep(), ignoring, pattern="core", glob="**/*")).content == "No matches."
+
+
 async def test_ls_lists_one_folder(ctx):
     (ctx.workspace / "link").symlink_to("src/app.py")
     out = await run(LS(), ctx)
@@ -105,8 +161,7 @@ async def test_glob_and_grep_walk_past_symlink_loops(loops):
     assert sorted(files.content.splitlines()) == [
         "README.md", "src/app.py", "src/util/helper.py", "src/util/notes.md"]
     found = await run(Grep(), loops, pattern="helper", output_mode="files_with_matches")
-    assert sorted(found.content.splitlines()) == ["src/app.py", "src/util/helper.py",
-                                                  "src/util/notes.md"]
+    assert found.content.splitlines() == ["src/app.py", "src/util/helper.py", "src/util/notes.md"]
 
 
 @pytest.mark.parametrize("tool,raw", [(LS(), {}), (Glob(), {"pattern": "*"}),
@@ -126,7 +181,7 @@ async def test_grep_context_glob_count_and_case(ctx):
     assert around.content.splitlines() == ["src/util/helper.py-1-def helper():",
                                            "src/util/helper.py:2:    return 42"]
     counted = await run(Grep(), ctx, pattern="helper", output_mode="count", path="src/util")
-    assert sorted(counted.content.splitlines()) == ["src/util/helper.py:1", "src/util/notes.md:1"]
+    assert counted.content.splitlines() == ["src/util/helper.py:1", "src/util/notes.md:1"]
     loud = await run(Grep(), ctx, pattern="DEMO", case_insensitive=True)
     assert loud.content == "README.md:1:# demo"
     hidden = await run(Grep(), ctx, pattern="push", output_mode="files_with_matches")
@@ -136,6 +191,11 @@ async def test_grep_context_glob_count_and_case(ctx):
 async def test_grep_errors(ctx):
     with pytest.raises(ToolError, match="regex parse error"):
         await run(Grep(), ctx, pattern="(unclosed")
+    with pytest.raises(ToolError, match="unclosed alternate group"):
+        await run(Grep(), ctx, pattern="x", glob="*.{py")
+    for raw in ({"pattern": "a\0b"}, {"pattern": "a", "glob": "*\0"}):
+        with pytest.raises(ToolError, match=r"^pattern and glob cannot contain a NUL character"):
+            await run(Grep(), ctx, **raw)
     with pytest.raises(msgspec.ValidationError, match=r"at `\$.output_mode`"):
         msgspec.convert({"pattern": "x", "output_mode": "lines"}, Grep.input_type)
     with pytest.raises(msgspec.ValidationError, match=r"at `\$.context`"):

@@ -307,10 +307,10 @@ export interface TurnStartResult {
   turnId: string;
   reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
   usage: Usage;
+  text: string;
+  transitions: Array<string>;
   cancelPhase?: "streaming" | "tools" | null;
   error?: ErrorInfo | null;
-  text?: string;
-  transitions?: Array<string>;
 }
 export interface TurnStartedEvent {
   kind: "turnStarted";

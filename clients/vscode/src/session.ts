@@ -126,7 +126,7 @@ export class Conversation implements Disposable {
       for (let attempt = 0; ; attempt++) {
         const session = await this.ensureSession(settings);
         turn.sessionId = session.sessionId;
-        if (turn.cancelled) return { turnId: "", reason: "cancelled", usage: {} };
+        if (turn.cancelled) return { turnId: "", reason: "cancelled", usage: {}, text: "", transitions: [] };
         const params: TurnStartParams = { sessionId: session.sessionId, prompt, context };
         try {
           const result = await this.rpc.sendRequest<TurnStartResult>(Methods.TurnStart, params);

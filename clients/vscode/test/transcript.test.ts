@@ -109,7 +109,7 @@ describe("transcript", () => {
       event({ kind: "toolSummary", toolCallIds: ["c1"], summary: "Read the config" }),
       event({ kind: "somethingNew" }),
       event({ kind: "somethingElse", message: "Said plainly" }),
-      { type: "result", result: { turnId: "t", reason: "cancelled", usage: { modelCalls: 2, inputTokens: 100, cacheReadInputTokens: 20, outputTokens: 7 }, cancelPhase: "tools" } },
+      { type: "result", result: { turnId: "t", reason: "cancelled", usage: { modelCalls: 2, inputTokens: 100, cacheReadInputTokens: 20, outputTokens: 7 }, text: "", transitions: [], cancelPhase: "tools" } },
     ]);
     assert.deepEqual(t.blocks.map((b) => (b.kind === "notice" ? [b.level, b.text] : [b.kind])), [
       ["warning", "Overloaded — retrying in 1.5s (attempt 1 of 3)"],

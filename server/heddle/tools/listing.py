@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, ClassVar
 
@@ -12,7 +12,8 @@ import anyio
 import msgspec
 
 from heddle.tools.base import ToolContext, ToolError, ToolOutput
-from heddle.tools.search import ripgrep
+from heddle.tools.globs import compile_glob
+from heddle.tools.search import LIST_FILES, run_ripgrep
 
 MAX_FILES = 1000
 MAX_ENTRIES = 1000
@@ -26,9 +27,10 @@ class GlobInput(msgspec.Struct, forbid_unknown_fields=True):
 class Glob:
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = (
-        "Find files whose path matches a glob pattern (`**` spans folders). Files ignored by "
-        ".gitignore and the .git folder are skipped; hidden files are included. Returns paths "
-        f"relative to the workspace, most recently modified first, at most {MAX_FILES}.")
+        "Find files whose path matches a glob pattern (`**` spans folders). Files that "
+        ".gitignore or .ignore exclude and the .git folder are skipped, even when the pattern "
+        "matches them; hidden files are included. Returns paths relative to the workspace, "
+        f"most recently modified first, at most {MAX_FILES}.")
     input_type = GlobInput
     concurrency_safe = True
     read_only = True
@@ -55,34 +57,28 @@ class Glob:
         pattern = inp.pattern
         if pattern.startswith(f"{root}/"):
             pattern = pattern[len(str(root)):]
-        # ripgrep matches globs relative to its working directory, so it runs in the root, and
-        # the leading / anchors the pattern there (*.py: this folder only, as a shell would).
-        # Of the globs that match, the last one given wins: `!.git` goes after the pattern so
-        # that `**/*` cannot bring the .git folder back.
-        args = [ripgrep(), "--files", "--hidden", "--no-require-git", "--no-messages",
-                "--glob", "/" + pattern.lstrip("/"), "--glob", "!.git"]
-        result = await anyio.run_process(args, cwd=str(root), check=False,
-                                         stdin=subprocess.DEVNULL)
-        if result.returncode not in (0, 1):
-            raise ToolError(result.stderr.decode(errors="replace").strip()
-                            or f"rg failed with exit code {result.returncode}")
-        names = result.stdout.decode(errors="replace").splitlines()
-        if not names:
+        matches = compile_glob(pattern.lstrip("/").removeprefix("./")).fullmatch
+        # ripgrep lists the files its ignore rules keep, and the pattern picks among them here:
+        # as a --glob it would let ripgrep into ignored folders that it matches (see globs)
+        out = await run_ripgrep(LIST_FILES, root)
+        names = out.decode(errors="replace").split("\0")
+        files = await anyio.to_thread.run_sync(_newest_first, root, names, matches)
+        if not files:
             return ToolOutput("No files found.", "no files")
-        files = await anyio.to_thread.run_sync(_newest_first, root, names)
         shown = [ctx.relative(f) for f in files[:MAX_FILES]]
         if len(files) > MAX_FILES:
             shown.append(f"(and {len(files) - MAX_FILES} more; narrow the pattern or the path)")
         return ToolOutput("\n".join(shown), f"{len(files)} files")
 
 
-def _newest_first(root: Path, names: list[str]) -> list[Path]:
+def _newest_first(root: Path, names: list[str], matches: Callable[[str], object]) -> list[Path]:
+    """The names that match, as paths under `root`, most recently modified first."""
     def mtime(p: Path) -> float:
         try:
             return p.stat().st_mtime
         except OSError:
             return 0.0
-    paths = [root / n.removeprefix("./") for n in names]
+    paths = [root / n for n in names if n and matches(n)]
     return sorted(paths, key=lambda p: (-mtime(p), str(p)))
 
 

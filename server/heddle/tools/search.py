@@ -1,8 +1,9 @@
-"""Grep: ripgrep over the workspace."""
+"""Grep: ripgrep over the workspace, its results in path order."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,7 @@ def ripgrep() -> str:
 class GrepInput(msgspec.Struct, forbid_unknown_fields=True):
     pattern: Annotated[str, msgspec.Meta(min_length=1, description="Regular expression (Rust regex syntax)")]
     path: Annotated[str, msgspec.Meta(description="File or folder to search; default the workspace")] = "."
-    glob: Annotated[str | None, msgspec.Meta(description="Only files matching this glob, e.g. *.py")] = None
+    glob: Annotated[str | None, msgspec.Meta(description="Only files matching this glob: *.py or *.{ts,tsx} (file names, any depth), src/**/*.py (paths relative to the workspace)")] = None
     output_mode: Literal["content", "files_with_matches", "count"] = "content"
     case_insensitive: bool = False
     context: Annotated[int, msgspec.Meta(ge=0, le=20, description="Lines of context around matches")] = 0
@@ -36,10 +37,11 @@ class GrepInput(msgspec.Struct, forbid_unknown_fields=True):
 class Grep:
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = (
-        "Search file contents with a regular expression (ripgrep: Rust regex syntax; files "
-        "ignored by .gitignore and the .git folder are skipped, hidden files are searched). "
-        "output_mode: content (matching lines as path:line:text), files_with_matches, or "
-        "count. Narrow with glob (e.g. *.py) and path; context adds lines around matches.")
+        "Search file contents with a regular expression (ripgrep: Rust regex syntax). Files "
+        "that .gitignore or .ignore exclude and the .git folder are skipped, even when glob "
+        "matches them; hidden files are searched. output_mode: content (matching lines as "
+        "path:line:text), files_with_matches, or count; files come in path order. Narrow with "
+        "glob (e.g. *.py) and path; context adds lines around matches.")
     input_type = GrepInput
     concurrency_safe = True
     read_only = True
@@ -58,31 +60,107 @@ class Grep:
         return None
 
     async def run(self, inp: GrepInput, ctx: ToolContext) -> ToolOutput:
-        args = [ripgrep(), "--color", "never", "--no-heading", "--no-messages", "--hidden",
-                "--no-require-git", "--glob", "!.git"]
-        if inp.output_mode == "files_with_matches":
-            args.append("--files-with-matches")
-        elif inp.output_mode == "count":
-            args.append("--count")
-        else:
-            args.append("--line-number")
-            if inp.context:
-                args += ["--context", str(inp.context)]
-        if inp.case_insensitive:
-            args.append("--ignore-case")
-        if inp.glob:
-            args += ["--glob", inp.glob]
-        args += ["--regexp", inp.pattern, "--", inp.path]
-        result = await anyio.run_process(args, cwd=str(ctx.workspace), check=False,
-                                         stdin=subprocess.DEVNULL)
-        if result.returncode == 1:
-            return ToolOutput("No matches.", "no matches")
-        if result.returncode != 0:
-            raise ToolError(result.stderr.decode(errors="replace").strip()
-                            or f"rg failed with exit code {result.returncode}")
+        if "\0" in inp.pattern or "\0" in (inp.glob or ""):  # no process takes one in an argument
+            raise ToolError("pattern and glob cannot contain a NUL character (Grep searches "
+                            "text files, and skips files with one)")
+        out = await run_ripgrep(_command(inp), ctx.workspace)
+        kept = None
+        if inp.glob and out:
+            # A --glob that matches a folder (`**/*` matches `build`) or an ignored file lets
+            # ripgrep into it, whatever .gitignore says: the files that ripgrep lists by its
+            # ignore rules alone are the ones whose results stay.
+            listed = await run_ripgrep(LIST_FILES + ["--", inp.path], ctx.workspace)
+            kept = set(listed.decode(errors="replace").split("\0"))
         root = str(ctx.workspace.resolve()) + os.sep
-        text = result.stdout.decode(errors="replace").replace(root, "")
-        lines = text.count("\n")
-        unit = "files" if inp.output_mode != "content" else "lines"
-        # over-long output is cut by the executor, which keeps the full text on disk
-        return ToolOutput(text.rstrip("\n"), f"{lines} {unit}")
+        # a big result takes a while to sort: not on the event loop
+        return await anyio.to_thread.run_sync(_result, inp, out, root, kept)
+
+
+# How Grep and Glob walk: hidden files included, .gitignore honoured outside git repositories
+# too, unreadable files passed over in silence, the .git folder left out.
+SKIPPED = ["--hidden", "--no-require-git", "--no-messages", "--glob", "!.git"]
+LIST_FILES = ["--files", "--null"] + SKIPPED
+"""The files that ripgrep's ignore rules keep, each path ended by a NUL."""
+
+
+async def run_ripgrep(args: list[str], cwd: Path) -> bytes:
+    """ripgrep's output; a ToolError with its message if it fails."""
+    result = await anyio.run_process([ripgrep()] + args, cwd=str(cwd), check=False,
+                                     stdin=subprocess.DEVNULL)
+    if result.returncode not in (0, 1):  # 1: nothing found
+        raise ToolError(result.stderr.decode(errors="replace").strip()
+                        or f"rg failed with exit code {result.returncode}")
+    return result.stdout
+
+
+def _command(inp: GrepInput) -> list[str]:
+    # --null ends each path with a NUL, so that it can be told from the text whatever either
+    # holds; _by_file turns the lines back into the usual `path:12:text`
+    args = ["--color", "never", "--no-heading", "--with-filename", "--null"] + SKIPPED
+    if inp.output_mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif inp.output_mode == "count":
+        args.append("--count")
+    else:
+        args.append("--line-number")
+        if inp.context:
+            args += ["--context", str(inp.context)]
+    if inp.case_insensitive:
+        args.append("--ignore-case")
+    if inp.glob:
+        args += ["--glob", inp.glob]
+    return args + ["--regexp", inp.pattern, "--", inp.path]
+
+
+def _result(inp: GrepInput, out: bytes, root: str, kept: set[str] | None) -> ToolOutput:
+    found = _by_file(out.decode(errors="replace"), root, inp.output_mode == "files_with_matches",
+                     kept)
+    if not found:
+        return ToolOutput("No matches.", "no matches")
+    # ripgrep searches files in parallel and prints each one as it is done: in path order,
+    # the same search gives the same result
+    blocks = [_strip_separators(found[path]) for path in sorted(found)]
+    text = ("\n--\n" if inp.context else "\n").join("\n".join(b) for b in blocks)
+    if inp.output_mode == "content":
+        summary = f"{sum(len(b) - b.count('--') for b in blocks)} lines"
+    else:
+        summary = f"{len(blocks)} files"
+    # over-long output is cut by the executor, which keeps the full text on disk
+    return ToolOutput(text, summary)
+
+
+_CONTEXT_LINE = re.compile(r"\d+-")
+
+
+def _by_file(out: str, root: str, names_only: bool, kept: set[str] | None) -> dict[str, list[str]]:
+    """ripgrep's `--null` output as path (relative to `root` when inside it) → its lines, in
+    ripgrep's order: `path:12:text`, `path-11-text` (context), `--` between groups of lines,
+    `path:3` (count), or `path` alone (files_with_matches). Only the paths in `kept`, if given."""
+    if names_only:
+        return {p.removeprefix(root): [p.removeprefix(root)] for p in out.split("\0")
+                if p and (kept is None or p in kept)}
+    found: dict[str, list[str]] = {}
+    lines: list[str] | None = None
+    for line in out.split("\n"):
+        path, nul, rest = line.partition("\0")
+        if nul and kept is not None and path not in kept:
+            lines = None
+        elif nul:
+            path = path.removeprefix(root)
+            lines = found.setdefault(path, [])
+            lines.append(path + ("-" if _CONTEXT_LINE.match(rest) else ":") + rest)
+        elif line == "--":
+            if lines is not None:
+                lines.append(line)
+        elif line:  # a note that starts with the path: `x.bin: binary file matches (...)`
+            line = line.removeprefix(root)
+            found.setdefault(line, []).append(line)
+    return found
+
+
+def _strip_separators(lines: list[str]) -> list[str]:
+    """A file's lines without the `--` that ripgrep printed between it and the next file."""
+    end = len(lines)
+    while end and lines[end - 1] == "--":
+        end -= 1
+    return lines[:end]

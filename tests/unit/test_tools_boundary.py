@@ -60,6 +60,13 @@ def test_every_escape_is_refused_by_every_path_tool(ws, tool, raw):
         TOOLS[tool].normalise(inp, ctx)
 
 
+@pytest.mark.parametrize("tool", sorted(PATH_TOOLS))
+def test_a_path_with_a_nul_is_a_clear_error_for_every_path_tool(ws, tool):
+    inp = msgspec.convert({"path": "src/ok.py\0.txt", **PATH_TOOLS[tool]}, TOOLS[tool].input_type)
+    with pytest.raises(ToolError, match="cannot contain a NUL character"):
+        TOOLS[tool].normalise(inp, ToolContext(ws))
+
+
 def test_inside_paths_resolve_to_absolute_symlink_free_paths(ws):
     ctx = ToolContext(ws)
     (ws / "inner-link").symlink_to(ws / "src")

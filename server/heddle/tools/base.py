@@ -63,6 +63,8 @@ class ToolContext:
     def resolve(self, raw: str, tool: str = "") -> Path:
         """An absolute, symlink-free path inside the workspace (or one a rule allows `tool` to
         use), else ToolError."""
+        if "\0" in raw:  # the OS refuses such a path; say so instead of failing inside the tool
+            raise ToolError(f"{raw!r} cannot be used: a path cannot contain a NUL character")
         path = Path(os.path.expanduser(raw))
         if not path.is_absolute():
             path = self.workspace / path

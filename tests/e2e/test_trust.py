@@ -170,3 +170,24 @@ def test_heddle_trust_shows_what_it_enables_and_records_it(daemon_env, scripted,
     revoked = heddle("--revoke", command="trust")
     assert revoked.returncode == 0 and "No longer trusted" in revoked.stdout
     assert "is not trusted" in heddle(command="trust").stdout
+
+
+async def test_a_loaded_session_takes_its_mode_from_the_settings_as_trusted_now(daemons, workspace):
+    settings = workspace / ".heddle/settings.toml"
+    write_settings(settings, '[permissions]\nmode = "bypassPermissions"\n')
+    first = await daemons()
+    await first.call("workspace/trust", {"workspace": str(workspace)})
+    opened = await first.call("session/new", {"workspace": str(workspace)})
+    chosen = await first.call("session/new", {"workspace": str(workspace),
+                                              "permissionMode": "acceptEdits"})
+    assert opened["permissionMode"] == "bypassPermissions"
+    await first.stop()
+    settings.write_text(settings.read_text() + "# changed, so no longer trusted\n")
+
+    second = await daemons()
+    loaded = await second.call("session/load", {"sessionId": opened["sessionId"]})
+    kept = await second.call("session/load", {"sessionId": chosen["sessionId"]})
+
+    assert loaded["permissionMode"] == "default"  # the mode came from the file, now untrusted
+    assert loaded["untrustedSettings"]["ignored"] == ["permission mode bypassPermissions"]
+    assert kept["permissionMode"] == "acceptEdits"  # the editor's own choice stays

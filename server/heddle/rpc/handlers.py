@@ -87,7 +87,7 @@ def register(server: HeddleServer) -> None:
                                  summary_model=p.summary_model, compact_model=p.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options,
-                                defaults_for(settings))
+                                defaults_for(settings), mode_from_settings=not p.permission_mode)
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
@@ -134,7 +134,7 @@ def register(server: HeddleServer) -> None:
     async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
         read: list[LoadedSettings] = []  # stays empty when the session was live already
 
-        def policy_for(mode: str, workspace: str) -> PermissionPolicy:
+        def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
             read.append(settings_for(server, workspace))
             return PermissionPolicy.from_settings(read[-1], mode)
 

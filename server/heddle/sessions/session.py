@@ -117,8 +117,10 @@ class SessionRegistry:
 
     def new(self, workspace: str, model: str, policy: PermissionPolicy,
             system_extra: str | None = None, options: SessionOptions = SessionOptions(),
-            defaults: SessionOptions = SessionOptions()) -> Session:
-        """A new session; `options` (kept in its transcript) over the daemon's `defaults`."""
+            defaults: SessionOptions = SessionOptions(), mode_from_settings: bool = False
+            ) -> Session:
+        """A new session; `options` (kept in its transcript) over the daemon's `defaults`;
+        `mode_from_settings`: the policy's mode is the settings', not one the client asked for."""
         path = Path(workspace)
         if not path.is_absolute():
             raise SessionError("workspace", f"workspace must be an absolute path, got {workspace!r}")
@@ -133,7 +135,8 @@ class SessionRegistry:
                        session.created_at, policy.mode, system_prompt=system_extra,
                        thinking_budget=options.thinking_budget,
                        fallback_model=options.fallback_model,
-                       summary_model=options.summary_model, compact_model=options.compact_model))
+                       summary_model=options.summary_model, compact_model=options.compact_model,
+                       mode_from_settings=mode_from_settings))
             policy.on_session_rules = session.transcript.rules
         self._sessions[session.id] = session
         return session
@@ -156,7 +159,7 @@ class SessionRegistry:
                                      h.session_id in self._sessions))
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
-    def load(self, session_id: str, policy_for: Callable[[str, str], PermissionPolicy],
+    def load(self, session_id: str, policy_for: Callable[[str | None, str], PermissionPolicy],
              defaults: SessionOptions) -> tuple[Session, Loaded]:
         """Bring a session back from its transcript (or return the live one). A turn Heddle
         stopped during is closed, and the repair is written to the transcript, so every later
@@ -177,7 +180,7 @@ class SessionRegistry:
         if live is not None:  # its history is in memory; the repairs are only for the replay
             return live, loaded
         h = loaded.header
-        policy = policy_for(h.permission_mode, h.workspace)
+        policy = policy_for(None if h.mode_from_settings else h.permission_mode, h.workspace)
         for kind, pattern in loaded.session_rules:
             try:
                 if kind not in KINDS:

@@ -129,7 +129,7 @@ def test_agent_trust_refuses_a_changed_file_and_reviews_it_as_it_is(
     editor.answer(selects=["review"])
     editor.cmd("AgentTrust")
     assert editor.harness("selects")[-1]["prompt"] == (
-        f"Heddle: trust {settings}? Heddle has not read it in a session yet: review the file first")
+        f"Heddle: trust {settings}? No session has read it as it is now: review the file first")
     assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(settings)
 
     editor.answer(selects=["trust"])

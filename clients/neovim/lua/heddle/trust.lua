@@ -116,7 +116,7 @@ function M.command()
     return notify(('there is no %s, so there is nothing to trust'):format(review.settings_file))
   end
   local what = review.enables and ('It enables: ' .. table.concat(review.enables, '; '))
-    or 'Heddle has not read it in a session yet: review the file first'
+    or 'No session has read it as it is now: review the file first'
   vim.ui.select(choices, {
     prompt = ('Heddle: trust %s? %s'):format(review.settings_file, what),
     format_item = function(choice)

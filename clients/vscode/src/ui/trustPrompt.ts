@@ -31,7 +31,7 @@ export async function offerTrust(untrusted: UntrustedSettings): Promise<boolean>
 export async function confirmTrust(review: Review): Promise<boolean> {
   const detail = review.enables
     ? `Trusting it enables:\n${review.enables.map((line) => `• ${line}`).join("\n")}`
-    : `Heddle has not opened a session on this folder yet, so it cannot say what the file enables. Its content:\n\n${excerpt(review.content ?? "")}`;
+    : `No session has read the file as it is now, so Heddle cannot say what it enables. Its content:\n\n${excerpt(review.content ?? "")}`;
   const choice = await vscode.window.showWarningMessage(
     `Trust ${review.settingsFile}?`,
     { modal: true, detail: `${detail}\n\nSessions opened from now on apply it; a changed file needs trust again.` },

@@ -35,11 +35,10 @@ function M.remember(result)
   local untrusted = result.untrustedSettings
   known[key(result.workspace)] = untrusted
   if untrusted then
+    local text = '%s is not trusted, so Heddle ignores what it would enable: %s.'
+      .. ' Review it, then run :AgentTrust to trust it.'
     notify(
-      ('%s is not trusted, so Heddle ignores what it would enable: %s. Review it, then run :AgentTrust to trust it.'):format(
-        untrusted.settingsFile,
-        table.concat(untrusted.ignored, '; ')
-      ),
+      text:format(untrusted.settingsFile, table.concat(untrusted.ignored, '; ')),
       vim.log.levels.WARN
     )
   end
@@ -83,9 +82,12 @@ local function trusted(workspace, result)
 end
 
 local function send(workspace, review)
+  local function failed(why)
+    notify(('could not trust %s: %s'):format(review.settings_file, why), vim.log.levels.ERROR)
+  end
   client.with_client(function(_, err)
     if err then
-      return notify(('could not trust %s: %s'):format(review.settings_file, err), vim.log.levels.ERROR)
+      return failed(err)
     end
     local params = { workspace = workspace, sha256 = review.sha256 }
     client.request(protocol.methods.WORKSPACE_TRUST, params, function(rerr, result)
@@ -93,16 +95,12 @@ local function send(workspace, review)
         return trusted(workspace, result)
       end
       known[key(workspace)] = nil
-      if rerr.code == protocol.errors.SETTINGS_CHANGED then
-        notify(
-          ('did not trust %s: it changed since it was shown to you. Run :AgentTrust again to review it as it is now.'):format(
-            review.settings_file
-          ),
-          vim.log.levels.WARN
-        )
-      else
-        notify(('could not trust %s: %s'):format(review.settings_file, rerr.message), vim.log.levels.ERROR)
+      if rerr.code ~= protocol.errors.SETTINGS_CHANGED then
+        return failed(rerr.message)
       end
+      local text = 'did not trust %s: it changed since it was shown to you.'
+        .. ' Run :AgentTrust again to review it as it is now.'
+      notify(text:format(review.settings_file), vim.log.levels.WARN)
     end)
   end)
 end

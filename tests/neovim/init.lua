@@ -1,7 +1,8 @@
 -- Test init for a headless Neovim. The plugin is installed as a native package by the test
 -- fixture; this file only replaces vim.ui.select and vim.ui.input with stand-ins that record
--- what was asked and answer from a queue the test fills. Everything else is the real editor,
--- the real plugin and the real daemon.
+-- what was asked and answer from a queue the test fills, and records what vim.notify was given
+-- (then shows it as usual). Everything else is the real editor, the real plugin and the real
+-- daemon.
 vim.o.columns = 160
 vim.o.lines = 50
 
@@ -21,7 +22,15 @@ _G.T = {
   -- Answers, consumed in order: a decision name for selects (nil: dismiss), text for inputs.
   select_answers = {},
   input_answers = {},
+  -- What vim.notify was given: { message, level } per call.
+  notes = {},
 }
+
+local notify = vim.notify
+vim.notify = function(message, level, opts)
+  table.insert(T.notes, { message = message, level = level or vim.log.levels.INFO })
+  return notify(message, level, opts)
+end
 
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}

@@ -19,7 +19,7 @@ def test_help_file_documents_every_command_option_and_function(editor, tmp_path:
 
     commands = [name for name in editor.lua("return vim.tbl_keys(vim.api.nvim_get_commands({}))")
                 if name.startswith("Agent")]
-    assert sorted(commands) == ["AgentCancel", "AgentLog", "AgentNew", "AgentRun"]
+    assert sorted(commands) == ["AgentCancel", "AgentLog", "AgentNew", "AgentRun", "AgentTrust"]
     assert {":" + name for name in commands} <= tags
     options = {name.split(".")[0]
                for name in editor.lua("return vim.tbl_keys(require('heddle.config').checks)")}
@@ -27,7 +27,7 @@ def test_help_file_documents_every_command_option_and_function(editor, tmp_path:
     assert {f"heddle-config-{name}" for name in options} <= tags
     functions = editor.lua("local fns = {} for k, v in pairs(require('heddle')) do"
                            " if type(v) == 'function' then fns[#fns + 1] = k end end return fns")
-    assert len(functions) == 7
+    assert len(functions) == 8
     assert {f"heddle.{name}()" for name in functions} <= tags
     editor.cmd("help :AgentRun")
     assert editor.lua("return vim.fn.expand('%:t')") == "heddle.txt"

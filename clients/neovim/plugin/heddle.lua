@@ -21,3 +21,7 @@ end, { nargs = '*', range = true, desc = 'Heddle: start a new session, optionall
 command('AgentLog', function(cmd)
   require('heddle').log({ daemon = cmd.bang })
 end, { nargs = 0, bang = true, desc = "Heddle: show the transcript (with !, the daemon's log)" })
+
+command('AgentTrust', function()
+  require('heddle').trust()
+end, { nargs = 0, desc = "Heddle: review the workspace's .heddle/settings.toml and trust it" })

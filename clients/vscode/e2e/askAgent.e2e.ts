@@ -8,6 +8,10 @@
  *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
  *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session;
  *    after "Restart daemon" the next request runs in a new session.
+ *  - A project's `.heddle/settings.toml` that is not trusted: one notification lists what is
+ *    ignored; "Review file" opens it, "Trust" trusts it, and the next request runs in a new
+ *    session that applies its allow rule. After the file changes, "Heddle: Trust workspace
+ *    settings" shows its content in a modal and trusts it.
  *
  * Screenshots go to .e2e/artifacts; with HEDDLE_UPDATE_SCREENSHOTS=1 the docs' screenshots
  * under docs/images are refreshed too.
@@ -73,7 +77,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow"].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust"].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
@@ -232,6 +236,67 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await cancelNth(4, "status bar", () => workbench.statusItem("Heddle: cancel the running turn").click());
       const restarted = await panel.locator("#session").getAttribute("data-session-id");
       assert.ok(restarted && restarted !== session, "a new session after the restart");
+    });
+  });
+
+  it("untrusted project settings: the notification's Review file and Trust, then the command's modal", async (t) => {
+    const mark = milestones(t);
+    const folder = makeWorkspace(root.path, "trust", "vscode-e2e-trust", {});
+    mkdirSync(join(folder, ".heddle"));
+    writeFileSync(join(folder, ".heddle", "settings.toml"), '[permissions]\nallow = ["Bash"]\n');
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    mark("workbench loaded");
+    await withPage(t, workbench, async () => {
+      const page = workbench.page;
+      const panel = workbench.panel();
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+      mark("extension active");
+
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Say hello");
+      const offer = page.locator(".notification-toast", { hasText: "is not trusted, so Heddle ignores what it would enable: allow rule Bash" });
+      await offer.waitFor();
+      mark("trust offered");
+      await panel.locator('section.end[data-reason="completed"]').waitFor();
+      const session = await panel.locator("#session").getAttribute("data-session-id");
+      // The daemon's own warning (it names `heddle trust -w`) came before the session's result
+      // and is not shown beside the richer notification.
+      assert.equal(await page.locator(".notification-toast", { hasText: "heddle trust -w" }).count(), 0);
+      assert.equal(await offer.count(), 1);
+      await screenshot(workbench, "vscode-trust-offer");
+
+      // Review file opens the settings file and asks again, without that button.
+      await offer.getByRole("button", { name: "Review file" }).click();
+      await page.locator(".tabs-container .tab", { hasText: "settings.toml" }).waitFor();
+      const again = offer.filter({ hasNotText: "Review file" });
+      await again.getByRole("button", { name: "Trust", exact: true }).click();
+      await page.locator(".notification-toast", { hasText: "The next request starts a new session, which applies it" }).waitFor();
+      mark("trusted from the notification");
+
+      // The next request opens a new session, where the allow rule lets Bash run unasked
+      // (a permission prompt would hold the turn until the test timed out).
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Run it");
+      await panel.locator('section.end[data-reason="completed"]').nth(1).waitFor();
+      mark("second turn completed");
+      // (The settings file took the panel's place; the request brought it back.)
+      await panel.locator("section.notice", { hasText: "Project settings trusted" }).waitFor();
+      assert.equal(readFileSync(join(folder, "ran.txt"), "utf8"), "after\n");
+      assert.equal(await panel.locator('section.tool[data-status="ok"]').count(), 1);
+      const renewed = await panel.locator("#session").getAttribute("data-session-id");
+      assert.ok(renewed && renewed !== session, "a new session after the trust");
+
+      // A changed file needs trust again; the command shows it and asks in a modal.
+      const changed = '[permissions]\nallow = ["Bash", "Edit"]\n';
+      writeFileSync(join(folder, ".heddle", "settings.toml"), changed);
+      await workbench.runCommand("Heddle: Trust workspace settings");
+      const dialog = page.locator(".monaco-dialog-box");
+      await dialog.waitFor();
+      assert.match(await dialog.innerText(), /allow = \["Bash", "Edit"\]/);
+      await screenshot(workbench, "vscode-trust-modal");
+      await dialog.getByRole("button", { name: "Trust", exact: true }).click();
+      await page.locator(".notification-toast", { hasText: "which enables allow rule Bash; allow rule Edit" }).waitFor();
+      mark("trusted from the command");
     });
   });
 });

@@ -1,23 +1,26 @@
 /**
- * The commands: Ask agent, cancel, new session, restart the daemon. A turn streams into the
- * panel while the status bar and a cancellable progress notification show it is running.
+ * The commands: Ask agent, cancel, new session, restart the daemon, trust the workspace's
+ * settings. A turn streams into the panel while the status bar and a cancellable progress
+ * notification show it is running; the daemon's messages become notifications.
  */
 
 import * as vscode from "vscode";
 import { DaemonStartError, type Daemon } from "./daemon";
 import * as editor from "./editor";
 import type { ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
-import { Conversation, TurnInProgressError } from "./session";
+import { Conversation, TurnInProgressError, type ShowMessageParams } from "./session";
 import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
 import { Panel } from "./ui/panel";
 import { askPermission } from "./ui/permissionPrompt";
 import { StatusItem } from "./ui/statusBar";
+import { WorkspaceTrust } from "./workspaceTrust";
 
 const RUNNING_KEY = "heddle.turnRunning";
 
 export class Commands implements vscode.Disposable {
   private readonly conversation: Conversation;
+  private readonly trust: WorkspaceTrust;
   private readonly panel: Panel;
   private readonly status = new StatusItem();
   private readonly diffs = new editor.DiffDocuments();
@@ -28,12 +31,20 @@ export class Commands implements vscode.Disposable {
   constructor(private readonly daemon: Daemon, extensionUri: vscode.Uri, private readonly log: vscode.LogOutputChannel) {
     this.conversation = new Conversation(daemon, {
       onEvent: (params) => this.onEvent(params),
-      onSession: (session) => this.panel.setSession(session),
+      onSession: (session) => {
+        this.panel.setSession(session);
+        void this.trust.sessionOpened(session);
+      },
+      showMessage: (params) => showMessage(params),
       askPermission: async (request, signal) => {
         const answer = await askPermission(request, signal, this.diffs);
         if (answer.message) this.panel.dispatch({ type: "answered", toolCallId: request.toolCallId, message: answer.message });
         return answer;
       },
+    });
+    this.trust = new WorkspaceTrust(daemon, () => {
+      this.conversation.renew();
+      this.panel.dispatch({ type: "notice", level: "info", text: "Project settings trusted: the next request starts a new session, which applies them." });
     });
     this.panel = new Panel(extensionUri, {
       cancel: () => this.cancel(),
@@ -46,6 +57,7 @@ export class Commands implements vscode.Disposable {
       vscode.commands.registerCommand("heddle.newSession", () => this.newSession()),
       vscode.commands.registerCommand("heddle.restartDaemon", () => this.restartDaemon()),
       vscode.commands.registerCommand("heddle.showPanel", () => this.panel.show(false)),
+      vscode.commands.registerCommand("heddle.trustWorkspace", () => this.trust.command(editor.workspaceFolder())),
       daemon.onDidChangeState((state) => {
         if (state === "starting") this.forgetSession();
         if (state === "stopped" && !this.conversation.running) this.status.stopped();
@@ -196,6 +208,13 @@ export class Commands implements vscode.Disposable {
       if (choice === "Show Log") this.log.show();
     });
   }
+}
+
+/** A daemon message as vscode-languageclient would show it, had Heddle not taken it over. */
+function showMessage(params: ShowMessageParams): void {
+  if (params.type === 1) void vscode.window.showErrorMessage(params.message);
+  else if (params.type === 2) void vscode.window.showWarningMessage(params.message);
+  else void vscode.window.showInformationMessage(params.message);
 }
 
 /** The plan's task in progress, as it reads while it runs. */

@@ -1,6 +1,7 @@
 /**
  * The conversation with the daemon, free of any editor API: opening a session, running turns,
- * routing `turn/event` notifications and `permission/request` requests, cancelling.
+ * routing `turn/event` notifications, `permission/request` requests and the daemon's
+ * `window/showMessage` messages, cancelling.
  *
  * It talks through `Rpc`, which both vscode-languageclient's `LanguageClient` and
  * vscode-jsonrpc's `MessageConnection` satisfy, so the unit tests drive it in plain Node
@@ -24,6 +25,15 @@ export type PermissionMode = NonNullable<SessionNewParams["permissionMode"]>;
 /** JSON-RPC error codes the conversation reacts to (protocol/heddle_protocol/errors.py). */
 export const ErrorCodes = { SessionNotFound: -32010, RequestCancelled: -32800 } as const;
 
+/** LSP's `window/showMessage`, which the daemon sends (it is not in Heddle's method table). */
+export const SHOW_MESSAGE = "window/showMessage";
+
+/** `window/showMessage` params: `type` 1 error, 2 warning, 3 info, 4 log. */
+export interface ShowMessageParams {
+  type: number;
+  message: string;
+}
+
 export interface Disposable {
   dispose(): void;
 }
@@ -46,6 +56,12 @@ export interface ConversationHost {
   onEvent(params: TurnEventParams): void;
   /** A session was opened (the first ask, or the first after a reset). */
   onSession?(session: SessionNewResult): void;
+  /**
+   * A message from the daemon, to show the user. One that the result of the session it came
+   * with repeats about untrusted settings (`untrustedSettings`) is not passed on: the host
+   * shows that result's richer notice instead.
+   */
+  showMessage(params: ShowMessageParams): void;
   /** Ask the user. `signal` is aborted when the turn is cancelled or the daemon withdraws. */
   askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult>;
 }
@@ -75,6 +91,10 @@ const REJECT_CANCELLED: PermissionRequestResult = { decision: "reject", message:
 export class Conversation implements Disposable {
   private session?: SessionNewResult;
   private opening?: Promise<SessionNewResult>;
+  /** Messages that came while a session was opening: they wait for its result. */
+  private held: ShowMessageParams[] = [];
+  /** The next `ask` opens a new session (the settings it would read have changed). */
+  private stale = false;
   private turn?: RunningTurn;
   private readonly registrations: Disposable[];
 
@@ -83,6 +103,7 @@ export class Conversation implements Disposable {
       rpc.onNotification(Methods.TurnEvent, (params: TurnEventParams) => this.routeEvent(params)),
       rpc.onRequest(Methods.PermissionRequest, (params: PermissionRequestParams, token) =>
         this.routePermission(params, token)),
+      rpc.onNotification(SHOW_MESSAGE, (params: ShowMessageParams) => this.routeMessage(params)),
     ];
   }
 
@@ -104,8 +125,13 @@ export class Conversation implements Disposable {
       this.opening = this.rpc.sendRequest<SessionNewResult>(Methods.SessionNew, params).then(
         (result) => {
           this.session = result;
+          this.releaseMessages(result);
           this.host.onSession?.(result);
           return result;
+        },
+        (error: unknown) => {
+          this.releaseMessages(undefined);
+          throw error;
         },
       ).finally(() => {
         this.opening = undefined;
@@ -122,6 +148,7 @@ export class Conversation implements Disposable {
     if (this.turn) throw new TurnInProgressError();
     const turn: RunningTurn = { sessionId: "", prompts: new Set(), cancelled: false };
     this.turn = turn;
+    if (this.stale) this.forgetSession();
     try {
       for (let attempt = 0; ; attempt++) {
         const session = await this.ensureSession(settings);
@@ -159,6 +186,15 @@ export class Conversation implements Disposable {
     return true;
   }
 
+  /**
+   * The next `ask` opens a new session, because what a session reads when it opens has
+   * changed (its settings were trusted). Unlike `reset`, a running turn goes on to its end in
+   * the current session.
+   */
+  renew(): void {
+    if (this.session || this.opening) this.stale = true;
+  }
+
   /** Start over: the next `ask` opens a new session. A running turn is cancelled. */
   reset(): void {
     this.cancel();
@@ -173,6 +209,27 @@ export class Conversation implements Disposable {
   /** The daemon lost its sessions (it restarted): the next `ask` opens a new one. */
   forgetSession(): void {
     this.session = undefined;
+    this.stale = false;
+  }
+
+  /**
+   * The daemon warns about untrusted project settings with `window/showMessage` just before the
+   * `session/new` result that says the same in `warnings`, with what to trust in
+   * `untrustedSettings`. So messages that come while a session opens wait for its result
+   * (they arrive in order on one stream), and those it repeats are not shown twice.
+   */
+  private routeMessage(params: ShowMessageParams): void {
+    if (this.opening) this.held.push(params);
+    else this.host.showMessage(params);
+  }
+
+  private releaseMessages(result: SessionNewResult | undefined): void {
+    const held = this.held;
+    this.held = [];
+    const repeated = result?.untrustedSettings ? result.warnings ?? [] : [];
+    for (const message of held) {
+      if (!repeated.includes(message.message)) this.host.showMessage(message);
+    }
   }
 
   private routeEvent(params: TurnEventParams): void {

@@ -7,69 +7,13 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
-import {
-  EVENT_KINDS,
-  Methods,
-  PROTOCOL_VERSION,
-  type PermissionRequestParams,
-  type PermissionRequestResult,
-  type TurnEventParams,
-} from "../src/protocol.generated";
+import { EVENT_KINDS, Methods, PROTOCOL_VERSION } from "../src/protocol.generated";
 import { Conversation, TurnInProgressError } from "../src/session";
-import { EMPTY, reduce, type Block, type Transcript } from "../src/transcript";
 import { deadline, startDaemon, startScripted, tempDir, type DaemonProcess, type Scripted } from "./support/processes";
+import { allow, Recorder } from "./support/recorder";
 
 const SCENARIOS = join(__dirname, "..", "..", "test", "scenarios");
 const scenario = (name: string) => join(SCENARIOS, `${name}.json`);
-
-/** A conversation host that records events and answers permission requests with a script. */
-class Recorder {
-  events: TurnEventParams[] = [];
-  asked: PermissionRequestParams[] = [];
-  transcript: Transcript = EMPTY;
-  private waiters: Array<{ test: () => boolean; done: () => void }> = [];
-
-  constructor(public answer: (request: PermissionRequestParams, signal: AbortSignal) => Promise<PermissionRequestResult>) {}
-
-  onEvent(params: TurnEventParams): void {
-    this.events.push(params);
-    this.transcript = reduce(this.transcript, { type: "event", params }).transcript;
-    this.wake();
-  }
-
-  askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult> {
-    this.asked.push(request);
-    this.wake();
-    return this.answer(request, signal);
-  }
-
-  /** Resolves once `test` holds, re-checked on every event; bounded by `ms`. */
-  until(test: () => boolean, what: string, ms = 10000): Promise<void> {
-    if (test()) return Promise.resolve();
-    return deadline(new Promise<void>((done) => this.waiters.push({ test, done })), ms, what);
-  }
-
-  kinds(): string[] {
-    return this.events.map((e) => e.event.kind);
-  }
-
-  blocks<K extends Block["kind"]>(kind: K): Array<Extract<Block, { kind: K }>> {
-    return this.transcript.blocks.filter((b): b is Extract<Block, { kind: K }> => b.kind === kind);
-  }
-
-  private wake(): void {
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.test()) return true;
-      w.done();
-      return false;
-    });
-  }
-}
-
-const allow = (decision: "allowOnce" | "allowAlways") => async (request: PermissionRequestParams) => {
-  const option = request.options.find((o) => o.decision === decision);
-  return option?.rule ? { decision, rule: option.rule } : { decision };
-};
 
 describe("session logic against the real daemon", () => {
   let scripted: Scripted;

@@ -11,6 +11,10 @@ local M = {}
 --- method name -> fun(params): result?  (the result answers a server request)
 M.handlers = {}
 
+--- LSP's `window/showMessage`, which the daemon sends (it is not in Heddle's method table).
+--- Without a handler in `M.handlers`, Neovim's own shows it.
+M.SHOW_MESSAGE = vim.lsp.protocol.Methods.window_showMessage
+
 --- Called with (reason, clean) when the daemon exits; `clean` is false for a crash or a kill.
 M.on_exit = nil
 
@@ -33,11 +37,13 @@ local function invoke(client, name, ...)
   return client[name](...)
 end
 
-local function dispatch(method)
-  return function(_, params)
+local function dispatch(method, fallback)
+  return function(err, params, ctx)
     local handler = M.handlers[method]
     if handler then
       return handler(params)
+    elseif fallback then
+      return fallback(err, params, ctx)
     end
     return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
   end
@@ -108,6 +114,7 @@ local function start()
   local handlers = {
     [protocol.methods.TURN_EVENT] = dispatch(protocol.methods.TURN_EVENT),
     [protocol.methods.PERMISSION_REQUEST] = dispatch(protocol.methods.PERMISSION_REQUEST),
+    [M.SHOW_MESSAGE] = dispatch(M.SHOW_MESSAGE, vim.lsp.handlers[M.SHOW_MESSAGE]),
   }
   local lsp_config = {
     name = 'heddle',

@@ -1,4 +1,5 @@
---- `:checkhealth heddle`: the Neovim version, the options, and a handshake with the daemon.
+--- `:checkhealth heddle`: the Neovim version, the options, a handshake with the daemon, and
+--- whether the latest session found the workspace's settings untrusted.
 local M = {}
 
 local health = vim.health
@@ -92,6 +93,14 @@ local function check_daemon(config)
   end
   if type(server.tools) == 'table' and #server.tools > 0 then
     health.info('tools: ' .. table.concat(server.tools, ', '))
+  end
+
+  local untrusted = require('heddle.trust').untrusted(config.workspace())
+  if untrusted then
+    health.warn(('%s is not trusted: Heddle ignores %s'):format(
+      untrusted.settingsFile,
+      table.concat(untrusted.ignored, '; ')
+    ), { 'review the file, then run :AgentTrust' })
   end
 
   local env = config.options.cmd_env or {}

@@ -76,6 +76,12 @@ function M.log(opts)
   require('heddle.session').show(true)
 end
 
+--- Reviews the workspace's `.heddle/settings.toml` (what trusting it enables), asks, and
+--- trusts it, so that sessions opened from now on apply what it widens.
+function M.trust()
+  return require('heddle.trust').command()
+end
+
 --- Where things stand: `{ state = 'idle'|'starting'|'running'|'waiting', session_id, turn_id,
 --- buf, last }`, `last` being the result of the last turn.
 function M.status()

@@ -8,11 +8,11 @@ local client = require('heddle.client')
 local config = require('heddle.config')
 local permission = require('heddle.permission')
 local protocol = require('heddle.protocol')
+local trust = require('heddle.trust')
 local ui = require('heddle.ui')
 
 local methods = protocol.methods
--- The generated protocol table has no error codes; this one is ErrorCode.SESSION_NOT_FOUND.
-local SESSION_NOT_FOUND = -32010
+local SESSION_NOT_FOUND = protocol.errors.SESSION_NOT_FOUND
 local M = {}
 
 ---@class heddle.Conversation
@@ -20,6 +20,7 @@ local M = {}
 ---@field id string? daemon session id, once `session/new` answered
 ---@field info table? the `session/new` result
 ---@field transcript heddle.Transcript
+---@field stale boolean? the next prompt starts a new conversation (its settings were trusted)
 
 ---@class heddle.Turn
 ---@field conversation heddle.Conversation
@@ -32,9 +33,35 @@ local turn = nil ---@type heddle.Turn?
 local by_session = {} ---@type table<string, heddle.Conversation>
 local count = 0
 local last = nil ---@type table? how the last turn ended: the `turn/start` result, or `{ error }`
+local opening = 0 -- `session/new` requests in flight
+local held = {} ---@type table[] `window/showMessage` params that came while a session opened
 
 local function notify(message, level)
   vim.notify('heddle: ' .. message, level or vim.log.levels.INFO)
+end
+
+local message_levels = {
+  [1] = vim.log.levels.ERROR,
+  [2] = vim.log.levels.WARN,
+  [3] = vim.log.levels.INFO,
+  [4] = vim.log.levels.DEBUG,
+}
+
+local function show_message(params)
+  notify(params.message, message_levels[params.type] or vim.log.levels.INFO)
+end
+
+--- Shows the messages held while a session opened, but those its result repeats about
+--- untrusted settings: `heddle.trust` warns about those, saying what to do.
+local function release_messages(result)
+  local messages = held
+  held = {}
+  local repeated = result and result.untrustedSettings and result.warnings or {}
+  for _, params in ipairs(messages) do
+    if not vim.tbl_contains(repeated, params.message) then
+      show_message(params)
+    end
+  end
 end
 
 local function window_opts(replaces)
@@ -80,12 +107,16 @@ local function with_session(conv, cb)
     model = opts.model,
     permissionMode = opts.permission_mode,
   }
+  opening = opening + 1
   client.request(methods.SESSION_NEW, params, function(err, result)
+    opening = opening - 1
+    release_messages(not err and result or nil)
     if err then
       return cb(err)
     end
     conv.id, conv.info = result.sessionId, result
     by_session[conv.id] = conv
+    trust.remember(result)
     cb(nil)
   end)
 end
@@ -99,7 +130,7 @@ function M.run(prompt, context)
     return false
   end
   local conv, previous = current, nil
-  if not conv then
+  if not conv or conv.stale then
     conv, previous = new_conversation()
   end
   conv.transcript:show(window_opts(previous))
@@ -160,6 +191,18 @@ function M.new()
   conv.transcript:show(window_opts(previous))
 end
 
+--- The next prompt starts a new conversation, because what a session reads when it opens has
+--- changed (its settings were trusted); a running turn finishes in the current one. Returns
+--- false if there is no session to renew (the next prompt opens one anyway).
+function M.renew()
+  if not current or not (current.id or turn) then
+    return false
+  end
+  current.stale = true
+  current.transcript:note('project settings trusted: the next prompt starts a new session')
+  return true
+end
+
 --- Shows the current conversation's transcript (opening an empty one if there is none).
 --- @param enter boolean? move the cursor into it
 function M.show(enter)
@@ -203,6 +246,17 @@ client.handlers[methods.TURN_EVENT] = function(params)
     turn.id = turn.id or params.turnId
   end
   conv.transcript:event(params.event)
+end
+
+-- The daemon's warning about untrusted project settings comes just before the `session/new`
+-- result that repeats it with what to trust, so messages that come while a session opens wait
+-- for its result (both arrive in order) and are not shown twice.
+client.handlers[client.SHOW_MESSAGE] = function(params)
+  if opening > 0 then
+    table.insert(held, params)
+  else
+    show_message(params)
+  end
 end
 
 client.handlers[methods.PERMISSION_REQUEST] = function(params)

@@ -30,8 +30,11 @@ export function model(): string | undefined {
   return read<string>("model").trim() || undefined;
 }
 
-export function permissionMode(): PermissionMode {
-  return read<PermissionMode>("permissionMode");
+/** The mode the user chose, or undefined when unset: the daemon then takes the settings files'
+ * mode (`permissions.mode`, a project's only once trusted), else `default`. */
+export function permissionMode(): PermissionMode | undefined {
+  const inspected = vscode.workspace.getConfiguration(SECTION).inspect<PermissionMode>("permissionMode");
+  return inspected?.globalValue ?? inspected?.globalLanguageValue;
 }
 
 export function affectsDaemon(event: vscode.ConfigurationChangeEvent): boolean {

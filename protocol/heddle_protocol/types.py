@@ -310,6 +310,9 @@ class WorkspaceTrustParams(Wire):
     sha256: str | None = None
     """Trust only if the file still has this content (from `untrustedSettings.sha256`); else
     error `-32015`. Omitted: trust the file as it is now."""
+    dry_run: bool = False
+    """Only say what trusting the file would enable, and whether it is trusted: record nothing
+    (a client shows this before it asks the user). Omitted: false."""
 
 
 class WorkspaceTrustResult(Wire):
@@ -321,6 +324,9 @@ class WorkspaceTrustResult(Wire):
     enables: list[str] = []
     """What the trust applies that was ignored before, one line each. Omitted: nothing (the
     file only narrows permissions, or does not exist)."""
+    trusted: bool = True
+    """The file's content is trusted now (or needs no trust); false only for a `dryRun` on
+    content not yet trusted. Omitted: true."""
 
 
 # --- rules ------------------------------------------------------------------------------------

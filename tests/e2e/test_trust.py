@@ -91,6 +91,14 @@ async def test_project_settings_that_widen_apply_only_once_trusted(client, scrip
     assert not (workspace / "hooked").exists() and not (workspace / "bashed").exists()
     assert [r["tool"] for r in client.permission_requests] == ["Bash"]
 
+    # a dry run says what trusting would enable, and records nothing
+    review = {"workspace": str(workspace), "dryRun": True}
+    assert await client.call("workspace/trust", review) == {
+        "settingsFile": str(settings), "sha256": untrusted["sha256"],
+        "enables": untrusted["ignored"], "trusted": False}
+    again = await client.call("session/new", {"workspace": str(workspace), "model": "after"})
+    assert again["permissionMode"] == "default" and "untrustedSettings" in again
+
     # trusting other content than the file has now is refused
     with pytest.raises(Exception, match="is not the content asked to be trusted"):
         await client.call("workspace/trust", {"workspace": str(workspace), "sha256": "0" * 64})
@@ -98,6 +106,7 @@ async def test_project_settings_that_widen_apply_only_once_trusted(client, scrip
                                                     "sha256": untrusted["sha256"]})
     assert trusted == {"settingsFile": str(settings), "sha256": untrusted["sha256"],
                        "enables": untrusted["ignored"]}
+    assert (await client.call("workspace/trust", review)).get("trusted", True) is True
     client.messages.clear()
     scripted.add_scenario("trusted", steps(tool("Bash", command="touch bashed")))
     opened = await client.call("session/new", {"workspace": str(workspace), "model": "trusted"})

@@ -339,10 +339,12 @@ export interface UsageEvent {
 export interface WorkspaceTrustParams {
   workspace: string;
   sha256?: string | null;
+  dryRun?: boolean;
 }
 export interface WorkspaceTrustResult {
   settingsFile: string;
   sha256?: string | null;
   enables?: Array<string>;
+  trusted?: boolean;
 }
 export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import heddle_protocol as wire
 from heddle_protocol import ErrorCode
 from heddle.permissions.policy import Rule, RuleError
-from heddle.permissions.trust import TrustMismatch, trust_project
+from heddle.permissions.trust import TrustMismatch, review_project, trust_project
 from heddle.permissions.trust_store import TrustWriteError
 from heddle.rpc import convert
 from heddle.rpc.protocol import RpcError
@@ -75,6 +75,10 @@ def register(server: HeddleServer) -> None:
         if not folder.is_absolute() or not folder.is_dir():
             raise RpcError(ErrorCode.INVALID_WORKSPACE,
                            f"workspace must be an absolute path to an existing folder: {folder}")
+        if p.dry_run:
+            review = review_project(Path(os.path.realpath(folder)))
+            return wire.WorkspaceTrustResult(settings_file=str(review.file), sha256=review.sha256,
+                                             enables=review.enables, trusted=review.trusted)
         try:
             trusted = trust_project(Path(os.path.realpath(folder)), p.sha256)
         except TrustMismatch as exc:

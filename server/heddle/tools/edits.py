@@ -9,7 +9,7 @@ import anyio
 import msgspec
 
 from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 from heddle.tools.files import read_text, replace_text, unified_diff, write_atomic
 
 
@@ -23,7 +23,7 @@ class WriteInput(msgspec.Struct, forbid_unknown_fields=True):
     content: Annotated[str, msgspec.Meta(description="The complete new content of the file")]
 
 
-class Write:
+class Write(ToolBase):
     name: ClassVar[str] = "Write"
     description: ClassVar[str] = (
         "Create a file, or replace a file's whole content. Prefer Edit or MultiEdit to change "
@@ -32,15 +32,8 @@ class Write:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: WriteInput, ctx: ToolContext) -> WriteInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: WriteInput, ctx: ToolContext) -> str:
-        return f"Write {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: WriteInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
+    title_template = "Write {path}"
+    rule_template = "Edit({path})"
 
     def _before(self, inp: WriteInput, ctx: ToolContext) -> str | None:
         path = Path(inp.path)
@@ -77,7 +70,7 @@ class MultiEditInput(msgspec.Struct, forbid_unknown_fields=True):
     edits: Annotated[list[EditOperation], msgspec.Meta(min_length=1, description="Applied in order, each to the result of the previous one")]
 
 
-class MultiEdit:
+class MultiEdit(ToolBase):
     name: ClassVar[str] = "MultiEdit"
     description: ClassVar[str] = (
         "Make several exact replacements in one file at once. Edits apply in order, each to "
@@ -88,16 +81,11 @@ class MultiEdit:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: MultiEditInput, ctx: ToolContext) -> MultiEditInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+    rule_template = "Edit({path})"
 
     def title(self, inp: MultiEditInput, ctx: ToolContext) -> str:
         n = len(inp.edits)
         return f"Edit {ctx.relative(Path(inp.path))} ({n} change{'s' if n != 1 else ''})"
-
-    def rule_for(self, inp: MultiEditInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
 
     def _apply(self, inp: MultiEditInput, ctx: ToolContext) -> tuple[str | None, str, int]:
         path = Path(inp.path)

@@ -13,7 +13,7 @@ import anyio
 import msgspec
 
 from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
@@ -25,7 +25,7 @@ class ReadInput(msgspec.Struct, forbid_unknown_fields=True):
     limit: Annotated[int, msgspec.Meta(ge=1, le=5000, description="Number of lines")] = 2000
 
 
-class Read:
+class Read(ToolBase):
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = (
         "Read a text file. Returns lines prefixed with their line numbers (`   12\\tcode`); "
@@ -36,18 +36,8 @@ class Read:
     concurrency_safe = True
     read_only = True
     max_result_chars = 100_000
-
-    def normalise(self, inp: ReadInput, ctx: ToolContext) -> ReadInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: ReadInput, ctx: ToolContext) -> str:
-        return f"Read {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: ReadInput, ctx: ToolContext) -> str:
-        return f"Read({ctx.relative(Path(inp.path))})"
-
-    async def preview(self, inp, ctx):
-        return None
+    title_template = "Read {path}"
+    rule_template = "Read({path})"
 
     async def run(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
         return await anyio.to_thread.run_sync(self._read, inp, ctx)
@@ -151,7 +141,7 @@ def replace_text(text: str, old: str, new: str, replace_all: bool, where: str) -
     return text.replace(old, new), count
 
 
-class Edit:
+class Edit(ToolBase):
     name: ClassVar[str] = "Edit"
     description: ClassVar[str] = (
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
@@ -162,15 +152,8 @@ class Edit:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: EditInput, ctx: ToolContext) -> EditInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: EditInput, ctx: ToolContext) -> str:
-        return f"Edit {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: EditInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
+    title_template = "Edit {path}"
+    rule_template = "Edit({path})"
 
     def _apply(self, inp: EditInput, ctx: ToolContext) -> tuple[str, str, int]:
         path = Path(inp.path)

@@ -8,9 +8,10 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
+from heddle.atomic import write_atomic
 from heddle.loop.events import DiffPreview
 from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
-from heddle.tools.files import read_text, replace_text, unified_diff, write_atomic
+from heddle.tools.files import read_text, replace_text, unified_diff
 
 
 def _lines(text: str) -> str:
@@ -51,7 +52,7 @@ class Write(ToolBase):
             rel = ctx.relative(Path(inp.path))
             if before == inp.content:
                 return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
-            write_atomic(Path(inp.path), inp.content)
+            write_atomic(Path(inp.path), inp.content, follow_symlinks=False)
             verb = "Created" if before is None else "Wrote"
             summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
             return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
@@ -121,7 +122,7 @@ class MultiEdit(ToolBase):
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after)
+            write_atomic(Path(inp.path), after, follow_symlinks=False)
             rel = ctx.relative(Path(inp.path))
             summary = ("created" if before is None
                        else f"{count} replacement{'s' if count != 1 else ''}")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 import anyio
 import msgspec
 
+from heddle.atomic import write_atomic
 from heddle.loop.events import DiffPreview
 from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 
@@ -94,20 +94,6 @@ def unified_diff(path: str, before: str, after: str) -> str:
         fromfile=f"a/{path}", tofile=f"b/{path}"))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def read_text(path: Path) -> str | None:
     """The file's text exactly as stored (line endings kept); None if it does not exist."""
     try:
@@ -176,7 +162,7 @@ class Edit(ToolBase):
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after)
+            write_atomic(Path(inp.path), after, follow_symlinks=False)
             rel = ctx.relative(Path(inp.path))
             noun = "replacement" if count == 1 else "replacements"
             created = not before and inp.old_string == ""

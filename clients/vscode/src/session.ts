@@ -8,6 +8,7 @@
  */
 
 import {
+  ErrorCodes,
   Methods,
   type ContextItem,
   type PermissionRequestParams,
@@ -20,9 +21,6 @@ import {
 } from "./protocol.generated";
 
 export type PermissionMode = NonNullable<SessionNewParams["permissionMode"]>;
-
-/** JSON-RPC error codes the conversation reacts to (protocol/heddle_protocol/errors.py). */
-export const ErrorCodes = { SessionNotFound: -32010, RequestCancelled: -32800 } as const;
 
 export interface Disposable {
   dispose(): void;

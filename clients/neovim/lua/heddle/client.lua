@@ -6,6 +6,7 @@
 local config = require('heddle.config')
 local protocol = require('heddle.protocol')
 
+local METHOD_NOT_FOUND = assert(protocol.errors.METHOD_NOT_FOUND)
 local M = {}
 
 --- method name -> fun(params): result?  (the result answers a server request)
@@ -39,7 +40,7 @@ local function dispatch(method)
     if handler then
       return handler(params)
     end
-    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
+    return nil, vim.lsp.rpc.rpc_response_error(METHOD_NOT_FOUND)
   end
 end
 

@@ -11,8 +11,8 @@ local protocol = require('heddle.protocol')
 local ui = require('heddle.ui')
 
 local methods = protocol.methods
--- The generated protocol table has no error codes; this one is ErrorCode.SESSION_NOT_FOUND.
-local SESSION_NOT_FOUND = -32010
+-- assert: a name the generated table lacks fails on load, not as a branch never taken
+local SESSION_NOT_FOUND = assert(protocol.errors.SESSION_NOT_FOUND)
 local M = {}
 
 ---@class heddle.Conversation

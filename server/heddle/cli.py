@@ -11,11 +11,7 @@ from pathlib import Path
 
 import heddle
 from heddle import secret_env
-
-
-def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return Path(base) / "heddle"
+from heddle.xdg import state_dir
 
 
 def setup_logging(to_file: bool = True) -> None:

@@ -18,7 +18,6 @@ user's, hooks, `pass_env`) applies only once the user has trusted that exact con
 from __future__ import annotations
 
 import logging
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import msgspec
 
 from heddle.permissions import trust_store
 from heddle.permissions.rules import RuleError, check_rule
+from heddle.xdg import config_dir
 
 log = logging.getLogger(__name__)
 
@@ -130,12 +130,6 @@ class LoadedSettings:
     warnings: list[str] = field(default_factory=list)
     untrusted: Untrusted | None = None
     """Set when part of the project file is ignored because it is not trusted."""
-
-
-def config_dir(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "heddle"
 
 
 def user_settings_path(environ: Mapping[str, str] | None = None) -> Path:

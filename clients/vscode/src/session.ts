@@ -9,6 +9,7 @@
  */
 
 import {
+  ErrorCodes,
   Methods,
   type ContextItem,
   type PermissionRequestParams,
@@ -21,9 +22,6 @@ import {
 } from "./protocol.generated";
 
 export type PermissionMode = NonNullable<SessionNewParams["permissionMode"]>;
-
-/** JSON-RPC error codes the conversation reacts to (protocol/heddle_protocol/errors.py). */
-export const ErrorCodes = { SessionNotFound: -32010, RequestCancelled: -32800 } as const;
 
 /** LSP's `window/showMessage`, which the daemon sends (it is not in Heddle's method table). */
 export const SHOW_MESSAGE = "window/showMessage";

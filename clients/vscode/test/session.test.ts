@@ -7,19 +7,60 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, afterEach, before, beforeEach, describe, it } from "node:test";
-import { EVENT_KINDS, Methods, PROTOCOL_VERSION } from "../src/protocol.generated";
-import { Conversation, TurnInProgressError } from "../src/session";
+import {
+  EVENT_KINDS,
+  Methods,
+  PROTOCOL_VERSION,
+} from "../src/protocol.generated";
+import { Conversation, TurnInProgressError, type Disposable, type Rpc } from "../src/session";
 import { deadline, startDaemon, startScripted, tempDir, type DaemonProcess, type Scripted } from "./support/processes";
 import { allow, Recorder } from "./support/recorder";
 
 const SCENARIOS = join(__dirname, "..", "..", "test", "scenarios");
 const scenario = (name: string) => join(SCENARIOS, `${name}.json`);
 
+/**
+ * The Rpc an editor's language client is: one object that follows the daemon across a restart,
+ * its handlers registered again on each new connection.
+ */
+class Relay implements Rpc {
+  private readonly registrations: Array<(connection: Rpc) => Disposable> = [];
+
+  constructor(private connection: Rpc) {}
+
+  use(connection: Rpc): void {
+    this.connection = connection;
+    for (const register of this.registrations) register(connection);
+  }
+
+  sendRequest<R>(method: string, params: unknown): Promise<R> {
+    return this.connection.sendRequest<R>(method, params);
+  }
+
+  sendNotification(method: string, params: unknown): Promise<void> | void {
+    return this.connection.sendNotification(method, params);
+  }
+
+  onNotification(method: string, handler: (params: any) => void): Disposable {
+    return this.register((connection) => connection.onNotification(method, handler));
+  }
+
+  onRequest(method: string, handler: Parameters<Rpc["onRequest"]>[1]): Disposable {
+    return this.register((connection) => connection.onRequest(method, handler));
+  }
+
+  private register(register: (connection: Rpc) => Disposable): Disposable {
+    this.registrations.push(register);
+    return register(this.connection);
+  }
+}
+
 describe("session logic against the real daemon", () => {
   let scripted: Scripted;
   let daemon: DaemonProcess;
   let workspace: ReturnType<typeof tempDir>;
   let state: ReturnType<typeof tempDir>;
+  let daemonEnv: Record<string, string>;
 
   // One model server and one daemon for the file (the daemon's first model call is slow to
   // warm up); every test has its own scenario, workspace and session.
@@ -27,13 +68,11 @@ describe("session logic against the real daemon", () => {
     state = tempDir("heddle-state-");
     scripted = await startScripted(
       ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset",
-        "vscode-plan-task"]
+        "vscode-plan-task", "vscode-restart"]
         .map(scenario),
     );
-    daemon = await startDaemon(
-      { ANTHROPIC_BASE_URL: scripted.url, ANTHROPIC_API_KEY: "test", XDG_STATE_HOME: state.path },
-      state.path,
-    );
+    daemonEnv = { ANTHROPIC_BASE_URL: scripted.url, ANTHROPIC_API_KEY: "test", XDG_STATE_HOME: state.path };
+    daemon = await startDaemon(daemonEnv, state.path);
   });
 
   after(async () => {
@@ -221,5 +260,25 @@ describe("session logic against the real daemon", () => {
     const next = conversation.sessionInfo as { sessionId: string } | undefined;
     assert.ok(next?.sessionId);
     assert.notEqual(next.sessionId, first);
+  });
+
+  it("a session the restarted daemon does not know is opened anew and the ask goes on", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const relay = new Relay(daemon.connection);
+    const conversation = new Conversation(relay, host);
+    await deadline(conversation.ask(settings("vscode-restart"), "Answer me"), 20000, "the first turn");
+    const first = conversation.sessionInfo?.sessionId;
+
+    const restarted = await startDaemon(daemonEnv, state.path);
+    try {
+      relay.use(restarted.connection);
+      const after = await deadline(conversation.ask(settings("vscode-restart"), "Again"), 20000, "the ask after the restart");
+      assert.equal(after.reason, "completed");
+      assert.equal(after.text, "An answer from the restarted daemon.");
+      assert.ok(conversation.sessionInfo?.sessionId);
+      assert.notEqual(conversation.sessionInfo?.sessionId, first);
+    } finally {
+      await restarted.stop();
+    }
   });
 });

@@ -26,7 +26,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from heddle.settings import HookSettings, SettingsFiles, config_dir
+from heddle.settings import HookSettings, SettingsFiles
+from heddle.xdg import config_dir
 
 HEDDLE_DIR = ".heddle"
 NOTE = "it changes Heddle's own settings, so it always asks"
@@ -53,7 +54,8 @@ class Protected:
 
 
 def protected(workspace: Path, files: SettingsFiles | None, hooks: HookSettings) -> Protected:
-    folders = [workspace / HEDDLE_DIR, config_dir(), Path(os.path.expanduser("~/.config/heddle"))]
+    # config_dir({}): the default one (~/.config/heddle), whatever XDG_CONFIG_HOME says
+    folders = [workspace / HEDDLE_DIR, config_dir(), config_dir({})]
     if files is not None:
         folders.append(files.user.parent)
     scripts = hook_scripts(hooks, workspace)

@@ -15,9 +15,10 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from heddle.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +79,6 @@ def forget(store: Path, workspace: Path) -> bool:
 def _save(store: Path, workspaces: dict[str, Any]) -> None:
     text = json.dumps({"version": VERSION, "workspaces": workspaces}, indent=2, sort_keys=True)
     try:
-        store.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=store.parent, prefix=f".{store.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(tmp, store)
+        write_atomic(store, text + "\n", follow_symlinks=True)
     except OSError as exc:
         raise TrustWriteError(f"cannot write {store}: {exc.strerror or exc}") from None

@@ -59,7 +59,7 @@ class HeddleServer(LanguageServer):
         self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
         self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
         self.model_settings = ModelSettings.from_env(env)
-        self.state_sessions = sessions_dir(env.get("XDG_STATE_HOME"))
+        self.state_sessions = sessions_dir(env)
         self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
                                         else self.state_sessions)
         self.tools = builtin_tools()

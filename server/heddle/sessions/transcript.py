@@ -31,11 +31,10 @@ load: a turn left open in the middle of one is closed the same way where the nex
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import msgspec
 
@@ -44,6 +43,7 @@ from heddle_protocol import types as wire
 from heddle.loop.events import Usage
 from heddle.loop.messages import (Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user,
                                   missing_tool_results)
+from heddle.xdg import state_dir
 
 log = logging.getLogger(__name__)
 
@@ -399,6 +399,5 @@ def _title(prompt: str) -> str:
     return line if len(line) <= 80 else line[:77].rstrip() + "..."
 
 
-def sessions_dir(state_home: str | None = None) -> Path:
-    base = state_home or os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return Path(base) / "heddle" / "sessions"
+def sessions_dir(environ: Mapping[str, str] | None = None) -> Path:
+    return state_dir(environ) / "sessions"

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar
 
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 
 AGENT_TOOLS = ("Read", "Grep", "Glob", "LS")
 AGENT_MAX_TURNS = 40
@@ -22,7 +22,7 @@ class TaskInput(msgspec.Struct, forbid_unknown_fields=True):
     prompt: Annotated[str, msgspec.Meta(min_length=1, description="The full task for the sub-agent: what to find out and what to report back. It sees nothing of this conversation")]
 
 
-class Task:
+class Task(ToolBase):
     name: ClassVar[str] = "Task"
     description: ClassVar[str] = (
         "Start a sub-agent for a self-contained research task (finding where something is "
@@ -33,18 +33,7 @@ class Task:
     concurrency_safe = True
     read_only = True
     max_result_chars = 40_000
-
-    def normalise(self, inp: TaskInput, ctx: ToolContext) -> TaskInput:
-        return inp
-
-    def title(self, inp: TaskInput, ctx: ToolContext) -> str:
-        return f"Task: {inp.description}"
-
-    def rule_for(self, inp: TaskInput, ctx: ToolContext) -> str:
-        return "Task"
-
-    async def preview(self, inp, ctx):
-        return None
+    title_template = "Task: {description}"
 
     async def run(self, inp: TaskInput, ctx: ToolContext) -> ToolOutput:
         if ctx.run_agent is None:

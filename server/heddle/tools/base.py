@@ -120,6 +120,53 @@ class Tool(Protocol):
     async def run(self, inp: Any, ctx: ToolContext) -> ToolOutput: ...
 
 
+# --- what the built-in tools share -----------------------------------------------------------
+
+
+class ToolBase:
+    """The common behaviour behind the `Tool` interface: a tool sets what differs from it.
+
+    - an input field named `path` is a path: `normalise` resolves it (absolute, symlink-free,
+      inside the workspace or ToolError), so a new tool's path is checked without asking for
+      it, and the templates see it relative to the workspace. Other inputs are used as given.
+    - `title_template`: the call's title, formatted with the input's fields.
+    - `rule_template`: the rule "allow always" saves, formatted likewise; None: the tool's
+      name, a rule for every call of it.
+    - no preview.
+    """
+
+    name: ClassVar[str]
+    title_template: ClassVar[str]
+    rule_template: ClassVar[str | None] = None
+
+    def normalise(self, inp: Any, ctx: ToolContext) -> Any:
+        if not _has_path(inp):
+            return inp
+        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+
+    def title(self, inp: Any, ctx: ToolContext) -> str:
+        return self.title_template.format_map(self._fields(inp, ctx))
+
+    def rule_for(self, inp: Any, ctx: ToolContext) -> str:
+        if self.rule_template is None:
+            return self.name
+        return self.rule_template.format_map(self._fields(inp, ctx))
+
+    async def preview(self, inp: Any, ctx: ToolContext) -> Preview | None:
+        return None
+
+    def _fields(self, inp: Any, ctx: ToolContext) -> dict[str, Any]:
+        # format_map reads the values as data: a `{` in a pattern or a path stays as it is
+        fields = msgspec.structs.asdict(inp)
+        if _has_path(inp):
+            fields["path"] = ctx.relative(Path(inp.path))
+        return fields
+
+
+def _has_path(inp: msgspec.Struct) -> bool:
+    return "path" in inp.__struct_fields__
+
+
 def schema_of(tool: Tool) -> dict[str, Any]:
     """The tool's definition as the Messages API takes it (built once per tool class: a few
     milliseconds each time otherwise, on every turn)."""

@@ -8,9 +8,10 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
+from heddle.atomic import write_atomic
 from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
-from heddle.tools.files import read_text, replace_text, unified_diff, write_atomic
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.tools.files import read_text, replace_text, unified_diff
 
 
 def _lines(text: str) -> str:
@@ -23,7 +24,7 @@ class WriteInput(msgspec.Struct, forbid_unknown_fields=True):
     content: Annotated[str, msgspec.Meta(description="The complete new content of the file")]
 
 
-class Write:
+class Write(ToolBase):
     name: ClassVar[str] = "Write"
     description: ClassVar[str] = (
         "Create a file, or replace a file's whole content. Prefer Edit or MultiEdit to change "
@@ -32,15 +33,8 @@ class Write:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: WriteInput, ctx: ToolContext) -> WriteInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: WriteInput, ctx: ToolContext) -> str:
-        return f"Write {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: WriteInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
+    title_template = "Write {path}"
+    rule_template = "Edit({path})"
 
     def _before(self, inp: WriteInput, ctx: ToolContext) -> str | None:
         path = Path(inp.path)
@@ -58,7 +52,7 @@ class Write:
             rel = ctx.relative(Path(inp.path))
             if before == inp.content:
                 return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
-            write_atomic(Path(inp.path), inp.content)
+            write_atomic(Path(inp.path), inp.content, follow_symlinks=False)
             verb = "Created" if before is None else "Wrote"
             summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
             return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
@@ -77,7 +71,7 @@ class MultiEditInput(msgspec.Struct, forbid_unknown_fields=True):
     edits: Annotated[list[EditOperation], msgspec.Meta(min_length=1, description="Applied in order, each to the result of the previous one")]
 
 
-class MultiEdit:
+class MultiEdit(ToolBase):
     name: ClassVar[str] = "MultiEdit"
     description: ClassVar[str] = (
         "Make several exact replacements in one file at once. Edits apply in order, each to "
@@ -88,16 +82,11 @@ class MultiEdit:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: MultiEditInput, ctx: ToolContext) -> MultiEditInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
+    rule_template = "Edit({path})"
 
     def title(self, inp: MultiEditInput, ctx: ToolContext) -> str:
         n = len(inp.edits)
         return f"Edit {ctx.relative(Path(inp.path))} ({n} change{'s' if n != 1 else ''})"
-
-    def rule_for(self, inp: MultiEditInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
 
     def _apply(self, inp: MultiEditInput, ctx: ToolContext) -> tuple[str | None, str, int]:
         path = Path(inp.path)
@@ -133,7 +122,7 @@ class MultiEdit:
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after)
+            write_atomic(Path(inp.path), after, follow_symlinks=False)
             rel = ctx.relative(Path(inp.path))
             summary = ("created" if before is None
                        else f"{count} replacement{'s' if count != 1 else ''}")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import difflib
 import io
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, ClassVar
 
 import anyio
 import msgspec
 
+from heddle.atomic import write_atomic
 from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
@@ -25,7 +25,7 @@ class ReadInput(msgspec.Struct, forbid_unknown_fields=True):
     limit: Annotated[int, msgspec.Meta(ge=1, le=5000, description="Number of lines")] = 2000
 
 
-class Read:
+class Read(ToolBase):
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = (
         "Read a text file. Returns lines prefixed with their line numbers (`   12\\tcode`); "
@@ -36,18 +36,8 @@ class Read:
     concurrency_safe = True
     read_only = True
     max_result_chars = 100_000
-
-    def normalise(self, inp: ReadInput, ctx: ToolContext) -> ReadInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: ReadInput, ctx: ToolContext) -> str:
-        return f"Read {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: ReadInput, ctx: ToolContext) -> str:
-        return f"Read({ctx.relative(Path(inp.path))})"
-
-    async def preview(self, inp, ctx):
-        return None
+    title_template = "Read {path}"
+    rule_template = "Read({path})"
 
     async def run(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
         return await anyio.to_thread.run_sync(self._read, inp, ctx)
@@ -104,20 +94,6 @@ def unified_diff(path: str, before: str, after: str) -> str:
         fromfile=f"a/{path}", tofile=f"b/{path}"))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def read_text(path: Path) -> str | None:
     """The file's text exactly as stored (line endings kept); None if it does not exist."""
     try:
@@ -151,7 +127,7 @@ def replace_text(text: str, old: str, new: str, replace_all: bool, where: str) -
     return text.replace(old, new), count
 
 
-class Edit:
+class Edit(ToolBase):
     name: ClassVar[str] = "Edit"
     description: ClassVar[str] = (
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
@@ -162,15 +138,8 @@ class Edit:
     concurrency_safe = False
     read_only = False
     max_result_chars = 20_000
-
-    def normalise(self, inp: EditInput, ctx: ToolContext) -> EditInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: EditInput, ctx: ToolContext) -> str:
-        return f"Edit {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: EditInput, ctx: ToolContext) -> str:
-        return f"Edit({ctx.relative(Path(inp.path))})"
+    title_template = "Edit {path}"
+    rule_template = "Edit({path})"
 
     def _apply(self, inp: EditInput, ctx: ToolContext) -> tuple[str, str, int]:
         path = Path(inp.path)
@@ -193,7 +162,7 @@ class Edit:
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after)
+            write_atomic(Path(inp.path), after, follow_symlinks=False)
             rel = ctx.relative(Path(inp.path))
             noun = "replacement" if count == 1 else "replacements"
             created = not before and inp.old_string == ""

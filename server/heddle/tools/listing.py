@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import LIST_FILES, run_ripgrep
 
@@ -24,7 +24,7 @@ class GlobInput(msgspec.Struct, forbid_unknown_fields=True):
     path: Annotated[str, msgspec.Meta(description="Folder to search; default the workspace")] = "."
 
 
-class Glob:
+class Glob(ToolBase):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = (
         "Find files whose path matches a glob pattern (`**` spans folders). Files that "
@@ -36,18 +36,9 @@ class Glob:
     read_only = True
     max_result_chars = 60_000
 
-    def normalise(self, inp: GlobInput, ctx: ToolContext) -> GlobInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
     def title(self, inp: GlobInput, ctx: ToolContext) -> str:
         where = ctx.relative(Path(inp.path))
         return f"Find {inp.pattern}" + (f" in {where}" if where != "." else "")
-
-    def rule_for(self, inp: GlobInput, ctx: ToolContext) -> str:
-        return "Glob"
-
-    async def preview(self, inp, ctx):
-        return None
 
     async def run(self, inp: GlobInput, ctx: ToolContext) -> ToolOutput:
         root = Path(inp.path)
@@ -87,7 +78,7 @@ class LSInput(msgspec.Struct, forbid_unknown_fields=True):
     ignore: Annotated[list[str], msgspec.Meta(description="Glob patterns of names to leave out, e.g. *.pyc")] = []
 
 
-class LS:
+class LS(ToolBase):
     name: ClassVar[str] = "LS"
     description: ClassVar[str] = (
         "List one folder: sub-folders end with `/`, symlinks show their target (and say when "
@@ -97,18 +88,7 @@ class LS:
     concurrency_safe = True
     read_only = True
     max_result_chars = 60_000
-
-    def normalise(self, inp: LSInput, ctx: ToolContext) -> LSInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: LSInput, ctx: ToolContext) -> str:
-        return f"List {ctx.relative(Path(inp.path))}"
-
-    def rule_for(self, inp: LSInput, ctx: ToolContext) -> str:
-        return "LS"
-
-    async def preview(self, inp, ctx):
-        return None
+    title_template = "List {path}"
 
     async def run(self, inp: LSInput, ctx: ToolContext) -> ToolOutput:
         return await anyio.to_thread.run_sync(self._list, inp)

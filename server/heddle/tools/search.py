@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
 
 
 def ripgrep() -> str:
@@ -34,7 +34,7 @@ class GrepInput(msgspec.Struct, forbid_unknown_fields=True):
     context: Annotated[int, msgspec.Meta(ge=0, le=20, description="Lines of context around matches")] = 0
 
 
-class Grep:
+class Grep(ToolBase):
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = (
         "Search file contents with a regular expression (ripgrep: Rust regex syntax). Files "
@@ -46,18 +46,7 @@ class Grep:
     concurrency_safe = True
     read_only = True
     max_result_chars = 30_000
-
-    def normalise(self, inp: GrepInput, ctx: ToolContext) -> GrepInput:
-        return msgspec.structs.replace(inp, path=str(ctx.resolve(inp.path, self.name)))
-
-    def title(self, inp: GrepInput, ctx: ToolContext) -> str:
-        return f"Search \"{inp.pattern}\" in {ctx.relative(Path(inp.path)) or '.'}"
-
-    def rule_for(self, inp: GrepInput, ctx: ToolContext) -> str:
-        return "Grep"
-
-    async def preview(self, inp, ctx):
-        return None
+    title_template = 'Search "{pattern}" in {path}'
 
     async def run(self, inp: GrepInput, ctx: ToolContext) -> ToolOutput:
         if "\0" in inp.pattern or "\0" in (inp.glob or ""):  # no process takes one in an argument

@@ -17,7 +17,7 @@ import msgspec
 
 from heddle.loop.events import CommandPreview
 from heddle.permissions.rules import bash_rule_for
-from heddle.tools.base import ToolContext, ToolOutput, cap
+from heddle.tools.base import ToolBase, ToolContext, ToolOutput, cap
 from heddle.tools.environment import tool_env
 from heddle.tools.reaper import REAPER
 
@@ -102,7 +102,7 @@ async def reap(process: anyio.abc.Process) -> None:
         await process.aclose()
 
 
-class Bash:
+class Bash(ToolBase):
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = (
         "Run a bash command in the workspace folder and return its exit code and combined "
@@ -114,9 +114,6 @@ class Bash:
     concurrency_safe = False
     read_only = False
     max_result_chars = 30_000
-
-    def normalise(self, inp: BashInput, ctx: ToolContext) -> BashInput:
-        return inp
 
     def title(self, inp: BashInput, ctx: ToolContext) -> str:
         first = inp.command.strip().splitlines()[0] if inp.command.strip() else inp.command

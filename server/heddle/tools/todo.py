@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Literal
 import msgspec
 
 from heddle.loop.events import TodoItem, TodoUpdate
-from heddle.tools.base import ToolContext, ToolOutput
+from heddle.tools.base import ToolBase, ToolContext, ToolOutput
 
 
 class TodoInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -20,7 +20,7 @@ class TodoWriteInput(msgspec.Struct, forbid_unknown_fields=True):
     todos: Annotated[list[TodoInput], msgspec.Meta(description="The whole plan; replaces the previous one")]
 
 
-class TodoWrite:
+class TodoWrite(ToolBase):
     name: ClassVar[str] = "TodoWrite"
     description: ClassVar[str] = (
         "Keep a visible plan for multi-step work: send the whole list each time, with each "
@@ -32,17 +32,8 @@ class TodoWrite:
     read_only = True
     max_result_chars = 5_000
 
-    def normalise(self, inp: TodoWriteInput, ctx: ToolContext) -> TodoWriteInput:
-        return inp
-
     def title(self, inp: TodoWriteInput, ctx: ToolContext) -> str:
         return f"Update the plan ({len(inp.todos)} tasks)"
-
-    def rule_for(self, inp: TodoWriteInput, ctx: ToolContext) -> str:
-        return "TodoWrite"
-
-    async def preview(self, inp, ctx):
-        return None
 
     async def run(self, inp: TodoWriteInput, ctx: ToolContext) -> ToolOutput:
         todos = tuple(TodoItem(t.content, t.status, t.active_form) for t in inp.todos)

@@ -6,6 +6,7 @@
 local config = require('heddle.config')
 local protocol = require('heddle.protocol')
 
+local METHOD_NOT_FOUND = assert(protocol.errors.METHOD_NOT_FOUND)
 local M = {}
 
 --- method name -> fun(params): result?  (the result answers a server request)
@@ -45,7 +46,7 @@ local function dispatch(method, fallback)
     elseif fallback then
       return fallback(err, params, ctx)
     end
-    return nil, vim.lsp.rpc.rpc_response_error(vim.lsp.protocol.ErrorCodes.MethodNotFound)
+    return nil, vim.lsp.rpc.rpc_response_error(METHOD_NOT_FOUND)
   end
 end
 

@@ -12,7 +12,8 @@ local trust = require('heddle.trust')
 local ui = require('heddle.ui')
 
 local methods = protocol.methods
-local SESSION_NOT_FOUND = protocol.errors.SESSION_NOT_FOUND
+-- assert: a name the generated table lacks fails on load, not as a branch never taken
+local SESSION_NOT_FOUND = assert(protocol.errors.SESSION_NOT_FOUND)
 local M = {}
 
 ---@class heddle.Conversation

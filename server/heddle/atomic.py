@@ -15,9 +15,24 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str | bytes, *, follow_symlinks: bool) -> None:
+def _umask() -> int:
+    """The process's umask, read without changing it (os.umask sets it, racing other threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def write_atomic(path: Path, data: str | bytes, *, follow_symlinks: bool,
+                 private: bool = True) -> None:
     """Make `data` (text: UTF-8, line endings as given) the content of `path`, creating the
-    file and its missing folders if needed; a new file is readable by its owner only.
+    file and its missing folders if needed. A new file is readable by its owner only when
+    `private` (Heddle's own records); otherwise it gets the mode any program's new file gets
+    (0666 less the umask), as a file the user made in their project would.
 
     `follow_symlinks`: a symlink at `path` is written through, and stays a link to a file
     with the new content (the user's settings file kept in a dotfiles repository stays
@@ -31,6 +46,8 @@ def write_atomic(path: Path, data: str | bytes, *, follow_symlinks: bool) -> Non
         mode = None
     else:
         mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+    if mode is None and not private:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -36,6 +36,15 @@ def test_a_new_file_gets_exactly_the_content_and_its_folders(tmp_path, follow):
     assert path.read_bytes() == b"\x00bytes"
 
 
+def test_a_new_project_file_gets_the_mode_the_umask_gives(tmp_path):
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "made.py", "x = 1\n", follow_symlinks=False, private=False)
+    finally:
+        os.umask(old)
+    assert mode(tmp_path / "made.py") == 0o640 and leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("follow", [True, False])
 def test_an_existing_file_keeps_its_mode(tmp_path, follow):
     path = tmp_path / "run.sh"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
 import msgspec
@@ -117,6 +119,18 @@ async def test_write_creates_overwrites_and_reports(ctx):
     assert wrote.summary == "wrote 1 line" and (ctx.workspace / "a.py").read_text() == "only\n"
     same = await run(Write(), ctx, path="a.py", content="only\n")
     assert same.summary == "unchanged" and same.diff is None
+
+
+async def test_new_files_get_the_mode_the_umask_gives(ctx):
+    old = os.umask(0o022)
+    try:
+        await run(Write(), ctx, path="made.py", content="x = 1\n")
+        await run(MultiEdit(), ctx, path="multi.py", edits=[{"old_string": "", "new_string": "y"}])
+        await run(Edit(), ctx, path="edited.py", old_string="", new_string="z")
+    finally:
+        os.umask(old)
+    for name in ("made.py", "multi.py", "edited.py"):
+        assert stat.S_IMODE(os.stat(ctx.workspace / name).st_mode) == 0o644, name
 
 
 async def test_write_errors(ctx):

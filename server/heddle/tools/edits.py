@@ -52,7 +52,7 @@ class Write(ToolBase):
             rel = ctx.relative(Path(inp.path))
             if before == inp.content:
                 return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
-            write_atomic(Path(inp.path), inp.content, follow_symlinks=False)
+            write_atomic(Path(inp.path), inp.content, follow_symlinks=False, private=False)
             verb = "Created" if before is None else "Wrote"
             summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
             return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
@@ -122,7 +122,7 @@ class MultiEdit(ToolBase):
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after, follow_symlinks=False)
+            write_atomic(Path(inp.path), after, follow_symlinks=False, private=False)
             rel = ctx.relative(Path(inp.path))
             summary = ("created" if before is None
                        else f"{count} replacement{'s' if count != 1 else ''}")

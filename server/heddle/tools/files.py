@@ -162,7 +162,7 @@ class Edit(ToolBase):
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         def edit() -> ToolOutput:
             before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after, follow_symlinks=False)
+            write_atomic(Path(inp.path), after, follow_symlinks=False, private=False)
             rel = ctx.relative(Path(inp.path))
             noun = "replacement" if count == 1 else "replacements"
             created = not before and inp.old_string == ""

@@ -19,7 +19,8 @@ _G.T = {
   -- What the pickers were asked: { prompt, kind, items, transcript } per call.
   selects = {},
   inputs = {},
-  -- Answers, consumed in order: a decision name for selects (nil: dismiss), text for inputs.
+  -- Answers, consumed in order: a decision name for selects (nil: dismiss; 'hold': keep the
+  -- picker open until the test calls T.choose(decision)), text for inputs.
   select_answers = {},
   input_answers = {},
   -- What vim.notify was given: { message, level } per call.
@@ -44,13 +45,20 @@ vim.ui.select = function(items, opts, on_choice)
     transcript = transcript(),
     state = require('heddle').status().state,
   })
-  local answer = table.remove(T.select_answers, 1)
-  for _, item in ipairs(items) do
-    if type(item) == 'table' and item.decision == answer then
-      return on_choice(item)
+  local function choose(answer)
+    for _, item in ipairs(items) do
+      if type(item) == 'table' and item.decision == answer then
+        return on_choice(item)
+      end
     end
+    on_choice(nil)
   end
-  on_choice(nil)
+  local answer = table.remove(T.select_answers, 1)
+  if answer == 'hold' then
+    T.choose = choose
+    return
+  end
+  choose(answer)
 end
 
 vim.ui.input = function(opts, on_confirm)

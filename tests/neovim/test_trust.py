@@ -1,5 +1,6 @@
-"""Trusting a workspace's `.heddle/settings.toml` from Neovim: the warning when a session ignores
-it, `:AgentTrust`, and the next session applying what it allows."""
+"""A workspace's `.heddle/settings.toml` in Neovim: the warning when a session ignores it,
+`:AgentTrust` (which asks the daemon what trusting the file would enable), the next session
+applying what it allows, and the warnings about problems in the file."""
 
 from __future__ import annotations
 
@@ -39,6 +40,12 @@ def wait_note(editor, count: int) -> tuple[str, int]:
     return notes(editor)[count - 1]
 
 
+def wait_select(editor, count: int) -> dict[str, Any]:
+    """Waits for the `count`th vim.ui.select (:AgentTrust asks after the daemon's review)."""
+    editor.wait(f"#T.selects >= {count}", f"picker {count}")
+    return editor.harness("selects")[count - 1]
+
+
 def trusted(workspace: Path, tmp_path: Path) -> bool:
     """Whether the daemon's trust record holds the file as it is now (the editor's config dir)."""
     environ = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg" / "config")}
@@ -75,7 +82,7 @@ def test_agent_trust_makes_the_next_session_apply_the_allow_rule(
     editor.answer(selects=["trust"])
     editor.cmd("AgentTrust")
 
-    question = editor.harness("selects")[-1]
+    question = wait_select(editor, 2)
     assert question["kind"] == "heddle.trust"
     assert question["prompt"] == f"Heddle: trust {settings}? It enables: allow rule Bash"
     assert question["items"] == ["Trust it", "Review the file", "Not now"]
@@ -83,6 +90,12 @@ def test_agent_trust_makes_the_next_session_apply_the_allow_rule(
         f"heddle: trusts {settings} now, which enables allow rule Bash. The next prompt starts a"
         " new session, which applies it.", 2)
     assert trusted(workspace, tmp_path)
+
+    # Asked again, :AgentTrust says so instead of asking.
+    editor.cmd("AgentTrust")
+    assert wait_note(editor, 3) == (
+        f"heddle: {settings} is already trusted as it is now; it enables allow rule Bash", 2)
+    assert len(editor.harness("selects")) == 2
 
     editor.cmd("AgentRun run it again")
     second = editor.wait_idle()
@@ -93,7 +106,7 @@ def test_agent_trust_makes_the_next_session_apply_the_allow_rule(
     assert second["session_id"] != first["session_id"]
     assert second["buf"] != first["buf"], "a new conversation"
     assert "- ✓ Run: echo after > ran.txt — exit 0" in editor.transcript()
-    assert len(notes(editor)) == 2, "the new session warned about nothing"
+    assert len(notes(editor)) == 3, "the new session warned about nothing"
 
 
 def test_agent_trust_refuses_a_changed_file_and_reviews_it_as_it_is(
@@ -113,36 +126,79 @@ def test_agent_trust_refuses_a_changed_file_and_reviews_it_as_it_is(
     # "Not now" sends nothing.
     editor.answer(selects=["cancel"])
     editor.cmd("AgentTrust")
+    assert wait_select(editor, 1)["prompt"] == (
+        f"Heddle: trust {settings}? It enables: allow rule Bash")
     assert not trusted(workspace, tmp_path)
 
-    # The file changed after the session read it: the daemon refuses the old hash.
+    # The daemon reviews the file as it is now, not as the session read it.
     changed = '[permissions]\nallow = ["Bash", "Edit"]\n'
     settings.write_text(changed)
-    editor.answer(selects=["trust"])
+    editor.answer(selects=["review"])
     editor.cmd("AgentTrust")
+    assert wait_select(editor, 2)["prompt"] == (
+        f"Heddle: trust {settings}? It enables: allow rule Bash; allow rule Edit")
+    # "Review the file" opens it.
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(settings)
+    editor.cmd("bwipeout")
+
+    # The file changes while the question is open: the daemon refuses the reviewed hash.
+    editor.answer(selects=["hold"])
+    editor.cmd("AgentTrust")
+    wait_select(editor, 3)
+    settings.write_text(changed + 'deny = ["Bash(rm:*)"]\n')
+    editor.lua("T.choose('trust')")
     assert wait_note(editor, 2) == (
         f"heddle: did not trust {settings}: it changed since it was shown to you. Run :AgentTrust"
         " again to review it as it is now.", WARN)
     assert not trusted(workspace, tmp_path)
 
-    # Now the review is the file itself: "Review the file" opens it.
-    editor.answer(selects=["review"])
-    editor.cmd("AgentTrust")
-    assert editor.harness("selects")[-1]["prompt"] == (
-        f"Heddle: trust {settings}? No session has read it as it is now: review the file first")
-    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == str(settings)
-
     editor.answer(selects=["trust"])
     editor.cmd("AgentTrust")
+    assert wait_select(editor, 4)["prompt"] == (
+        f"Heddle: trust {settings}? It enables: allow rule Bash; allow rule Edit")
     assert wait_note(editor, 3) == (
         f"heddle: trusts {settings} now, which enables allow rule Bash; allow rule Edit. The next"
         " prompt starts a new session, which applies it.", 2)
     assert trusted(workspace, tmp_path)
 
 
-def test_agent_trust_without_a_settings_file(editor, workspace: Path) -> None:
+def test_agent_trust_without_a_settings_file_or_with_one_that_only_narrows(
+        editor, workspace: Path) -> None:
     editor.cmd("AgentTrust")
 
-    assert notes(editor) == [(
-        f"heddle: there is no {workspace}/.heddle/settings.toml, so there is nothing to trust", 2)]
+    assert wait_note(editor, 1) == (
+        f"heddle: there is no {workspace}/.heddle/settings.toml, so there is nothing to trust", 2)
+
+    settings = settings_file(workspace, '[permissions]\ndeny = ["Bash(rm:*)"]\n')
+    editor.cmd("AgentTrust")
+
+    assert wait_note(editor, 2) == (
+        f"heddle: nothing in {settings} needs trust: all of it applies without trust", 2)
     assert editor.harness("selects") == []
+
+
+def test_problems_in_the_settings_file_are_shown_as_warnings(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    problems = 'colour = "blue"\n[permissions]\nallow = ["Bash", "Bash("]\n'
+    settings = settings_file(workspace, problems)
+    scripted.add_scenario("hello", {"steps": [text("Hello.")], "repeat": True})
+    editor.setup(model="hello")
+
+    editor.cmd("AgentRun hello")
+    editor.wait_idle()
+
+    warnings = [
+        (f"heddle: {settings}: colour: unknown setting (ignored)", WARN),
+        (f"heddle: {settings}: permissions.allow[1]: 'Bash(' is not a rule: the pattern must end"
+         " with ')' (ignored)", WARN),
+        # The untrusted-settings warning once, from the plugin, saying what to do.
+        (f"heddle: {settings} is not trusted, so Heddle ignores what it would enable: allow rule"
+         " Bash. Review it, then run :AgentTrust to trust it.", WARN),
+    ]
+    assert notes(editor) == warnings
+
+    # Each session opened says so again.
+    editor.cmd("AgentNew")
+    editor.cmd("AgentRun hello again")
+    editor.wait_idle()
+    assert notes(editor) == warnings + warnings

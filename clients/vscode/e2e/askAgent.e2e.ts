@@ -11,7 +11,10 @@
  *  - A project's `.heddle/settings.toml` that is not trusted: one notification lists what is
  *    ignored; "Review file" opens it, "Trust" trusts it, and the next request runs in a new
  *    session that applies its allow rule. After the file changes, "Heddle: Trust workspace
- *    settings" shows its content in a modal and trusts it.
+ *    settings" lists what the daemon says trusting it enables in a modal and trusts it; run
+ *    again, it says the file is already trusted.
+ *  - `heddle.model` changes while a turn waits for a permission answer: the panel still shows
+ *    the turn to its end, and the next request runs in a new session with the new model.
  *
  * Screenshots go to .e2e/artifacts; with HEDDLE_UPDATE_SCREENSHOTS=1 the docs' screenshots
  * under docs/images are refreshed too.
@@ -77,7 +80,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust"].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello"].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
@@ -292,11 +295,54 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await workbench.runCommand("Heddle: Trust workspace settings");
       const dialog = page.locator(".monaco-dialog-box");
       await dialog.waitFor();
-      assert.match(await dialog.innerText(), /allow = \["Bash", "Edit"\]/);
+      // What the daemon says trusting the file as it is now enables, not the file's text.
+      assert.match(await dialog.innerText(), /Trusting it enables:\s+• allow rule Bash\s+• allow rule Edit/);
       await screenshot(workbench, "vscode-trust-modal");
       await dialog.getByRole("button", { name: "Trust", exact: true }).click();
       await page.locator(".notification-toast", { hasText: "which enables allow rule Bash; allow rule Edit" }).waitFor();
       mark("trusted from the command");
+
+      // Asked again, the command says so instead of asking.
+      await workbench.runCommand("Heddle: Trust workspace settings");
+      await page.locator(".notification-toast", { hasText: "is already trusted as it is now; it enables allow rule Bash; allow rule Edit" }).waitFor();
+      assert.equal(await dialog.count(), 0);
+    });
+  });
+
+  it("a settings change while a turn runs: the panel shows the turn to its end; the next request opens a new session", async (t) => {
+    const mark = milestones(t);
+    const folder = makeWorkspace(root.path, "renew", "vscode-renew", {});
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    mark("workbench loaded");
+    await withPage(t, workbench, async () => {
+      const panel = workbench.panel();
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+      mark("extension active");
+
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Run it");
+      // The permission prompt holds the turn while the setting changes.
+      await workbench.quickInput.filter({ hasText: "Heddle wants to use Bash" }).waitFor();
+      const session = await panel.locator("#session").getAttribute("data-session-id");
+      assert.ok(session, "the panel shows the session");
+      writeFileSync(join(folder, ".vscode", "settings.json"), JSON.stringify({ "heddle.model": "vscode-hello" }, null, 2));
+      await panel.locator("section.notice", { hasText: "Settings changed: the next request starts a new session" }).waitFor();
+      mark("the settings change was seen");
+
+      await workbench.quickInputRow("Allow once").click();
+      await panel.locator('section.end[data-reason="completed"]').waitFor();
+      mark("turn completed");
+      assert.equal(await panel.locator('section.tool[data-status="ok"]').count(), 1, "the tool's end reached the panel");
+      assert.equal(await panel.locator("section.assistant", { hasText: "Ran it, and the settings changed meanwhile." }).count(), 1);
+      assert.equal(readFileSync(join(folder, "ran.txt"), "utf8"), "during\n");
+
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Hello");
+      await panel.locator('section.end[data-reason="completed"]').nth(1).waitFor();
+      assert.equal(await panel.locator("section.assistant").last().innerText(), "Hello.");
+      const renewed = await panel.locator("#session").getAttribute("data-session-id");
+      assert.ok(renewed && renewed !== session, "a new session after the settings change");
+      assert.match(await panel.locator("#session").innerText(), /^vscode-hello · /);
     });
   });
 });

@@ -65,8 +65,10 @@ export class Commands implements vscode.Disposable {
       }),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (settings.affectsDaemon(event)) void this.restartDaemon();
-        else if (settings.affectsSession(event) && this.conversation.sessionInfo) {
-          this.forgetSession();
+        else if (settings.affectsSession(event) && (this.conversation.sessionInfo || this.conversation.running)) {
+          // A running turn (or one whose session is opening) goes on in its session, and its
+          // events still reach the panel.
+          this.conversation.renew();
           this.panel.dispatch({ type: "notice", level: "info", text: "Settings changed: the next request starts a new session." });
         }
       }),
@@ -121,7 +123,7 @@ export class Commands implements vscode.Disposable {
     this.diffs.dispose();
   }
 
-  /** The next request opens a new session (the daemon restarted, or settings changed). */
+  /** The next request opens a new session (the daemon restarted, or a new session was asked). */
   private forgetSession(): void {
     this.conversation.forgetSession();
     this.panel.setSession(undefined);

@@ -57,7 +57,8 @@ export interface ConversationHost {
   /**
    * A message from the daemon, to show the user. One that the result of the session it came
    * with repeats about untrusted settings (`untrustedSettings`) is not passed on: the host
-   * shows that result's richer notice instead.
+   * shows that result's richer notice instead. The other `warnings` of a session result
+   * (problems in the settings files) come here too, as warnings (`type` 2), each once.
    */
   showMessage(params: ShowMessageParams): void;
   /** Ask the user. `signal` is aborted when the turn is cancelled or the daemon withdraws. */
@@ -221,12 +222,25 @@ export class Conversation implements Disposable {
     else this.host.showMessage(params);
   }
 
+  /**
+   * Show what came while a session opened, and the warnings of its result: each distinct one
+   * once. A held message the result repeats about untrusted settings is left to the trust
+   * notice; the result's other warnings (the settings files' problems, which the daemon only
+   * returns) are shown as warnings.
+   */
   private releaseMessages(result: SessionNewResult | undefined): void {
     const held = this.held;
     this.held = [];
-    const repeated = result?.untrustedSettings ? result.warnings ?? [] : [];
+    const warnings = result?.warnings ?? [];
+    const repeated = result?.untrustedSettings ? warnings : [];
+    const shown = new Set<string>();
     for (const message of held) {
-      if (!repeated.includes(message.message)) this.host.showMessage(message);
+      if (!repeated.includes(message.message) && !shown.has(message.message)) this.host.showMessage(message);
+      shown.add(message.message);
+    }
+    for (const warning of warnings) {
+      if (!shown.has(warning)) this.host.showMessage({ type: 2, message: warning });
+      shown.add(warning);
     }
   }
 

@@ -1,79 +1,56 @@
 /**
  * Trusting a workspace's project settings (`.heddle/settings.toml`), free of any editor API:
- * what to show the user before they trust it, and the `workspace/trust` request.
- *
- * What trusting would enable is known from the `untrustedSettings` of a session the daemon
- * opened on the workspace; before any session, the review is the file itself, and its hash
- * makes the daemon trust only the content the user was shown.
+ * what the daemon says trusting the file would enable (`workspace/trust` with `dryRun`), what
+ * to do with that, and the `workspace/trust` request that trusts the reviewed content.
  */
 
-import { createHash } from "node:crypto";
-import { readFile, realpath } from "node:fs/promises";
-import { join, resolve } from "node:path";
 import {
   ErrorCodes,
   Methods,
-  type SessionNewResult,
   type UntrustedSettings,
   type WorkspaceTrustParams,
   type WorkspaceTrustResult,
 } from "./protocol.generated";
 import type { Rpc } from "./session";
 
-/** What the user is shown before trusting; `sha256` undefined: there is no file to trust. */
+/** What the daemon says about trusting the settings file as it is now. */
 export interface Review {
   settingsFile: string;
+  /** Of the file's content now; undefined: there is no file, nothing to trust. */
   sha256?: string;
-  /** What trusting enables, from the daemon; undefined: unknown, review `content` instead. */
-  enables?: string[];
-  /** The file as read, when the daemon has not said what it enables. */
-  content?: string;
+  /** What trusting applies that is ignored without it; empty: nothing (the file only narrows). */
+  enables: string[];
+  /** This content is trusted already, or needs no trust. */
+  trusted: boolean;
 }
+
+/**
+ * What the "Trust workspace settings" command does with a review: `noFile` and `needsNoTrust`
+ * (nothing in it widens permissions) and `alreadyTrusted` only say so; `ask` asks the user.
+ */
+export type Verdict = "noFile" | "needsNoTrust" | "alreadyTrusted" | "ask";
 
 /** `workspace/trust` was given a hash the file no longer has: it changed since it was shown. */
 export class SettingsChangedError extends Error {}
-
-export function settingsPath(workspace: string): string {
-  return join(workspace, ".heddle", "settings.toml");
-}
 
 /** One sentence listing what the daemon ignores, for a notification. */
 export function describeIgnored(untrusted: UntrustedSettings): string {
   return `${untrusted.settingsFile} is not trusted, so Heddle ignores what it would enable: ${untrusted.ignored.join("; ")}.`;
 }
 
-/** The `untrustedSettings` of the latest session on each workspace (keyed by its real path). */
-export class KnownSettings {
-  private readonly known = new Map<string, UntrustedSettings>();
-
-  /** Remember what a session result says; a result without it means nothing is ignored now. */
-  async remember(session: SessionNewResult): Promise<void> {
-    const key = await canonical(session.workspace);
-    if (session.untrustedSettings) this.known.set(key, session.untrustedSettings);
-    else this.known.delete(key);
-  }
-
-  async get(workspace: string): Promise<UntrustedSettings | undefined> {
-    return this.known.get(await canonical(workspace));
-  }
-
-  async forget(workspace: string): Promise<void> {
-    this.known.delete(await canonical(workspace));
-  }
+/** Ask the daemon what trusting `workspace`'s settings as they are now would enable. */
+export async function review(rpc: Rpc, workspace: string): Promise<Review> {
+  const params: WorkspaceTrustParams = { workspace, dryRun: true };
+  const result = await rpc.sendRequest<WorkspaceTrustResult>(Methods.WorkspaceTrust, params);
+  const shown: Review = { settingsFile: result.settingsFile, enables: result.enables ?? [], trusted: result.trusted ?? true };
+  if (result.sha256) shown.sha256 = result.sha256;
+  return shown;
 }
 
-/** What to show before trusting `workspace`'s settings: what a session said, else the file. */
-export async function review(workspace: string, known?: UntrustedSettings): Promise<Review> {
-  if (known) return { settingsFile: known.settingsFile, sha256: known.sha256, enables: known.ignored };
-  const settingsFile = settingsPath(workspace);
-  let data: Buffer;
-  try {
-    data = await readFile(settingsFile);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { settingsFile };
-    throw error;
-  }
-  return { settingsFile, sha256: createHash("sha256").update(data).digest("hex"), content: data.toString("utf8") };
+export function verdict(review: Review): Verdict {
+  if (!review.sha256) return "noFile";
+  if (!review.enables.length) return "needsNoTrust";
+  return review.trusted ? "alreadyTrusted" : "ask";
 }
 
 /** Send `workspace/trust`; `SettingsChangedError` if the file is no longer `sha256`'s content. */
@@ -87,9 +64,4 @@ export async function trust(rpc: Rpc, workspace: string, sha256?: string): Promi
     }
     throw error;
   }
-}
-
-/** The daemon reports real paths: compare workspaces that way (a symlinked folder, `..`). */
-async function canonical(folder: string): Promise<string> {
-  return realpath(folder).catch(() => resolve(folder));
 }

@@ -68,7 +68,7 @@ describe("session logic against the real daemon", () => {
     state = tempDir("heddle-state-");
     scripted = await startScripted(
       ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset",
-        "vscode-plan-task", "vscode-restart"]
+        "vscode-plan-task", "vscode-restart", "vscode-renew", "vscode-hello"]
         .map(scenario),
     );
     daemonEnv = { ANTHROPIC_BASE_URL: scripted.url, ANTHROPIC_API_KEY: "test", XDG_STATE_HOME: state.path };
@@ -245,6 +245,32 @@ describe("session logic against the real daemon", () => {
     assert.equal(second.text, "The follow-up answer.");
     assert.equal(conversation.sessionInfo?.sessionId, sessionId);
     assert.equal(new Set(host.events.map((e) => e.sessionId)).size, 1);
+  });
+
+  it("renew while a turn runs: the turn reaches the host to its end, the next ask opens a new session", async () => {
+    let conversation: Conversation | undefined = undefined;
+    // The settings change while the permission prompt is open.
+    const host = new Recorder(async (request) => {
+      conversation!.renew();
+      return allow("allowOnce")(request);
+    });
+    conversation = new Conversation(daemon.connection, host);
+    const result = await deadline(conversation.ask(settings("vscode-renew"), "Run it"), 20000, "the turn");
+    const first = host.sessions[0].sessionId;
+
+    assert.equal(result.reason, "completed");
+    assert.equal(readFileSync(join(workspace.path, "ran.txt"), "utf8"), "during\n");
+    const [tool] = host.blocks("tool");
+    assert.equal(tool.state, "ok", "the tool's end reached the host");
+    assert.deepEqual(host.blocks("assistant").map((b) => b.text), ["Ran it, and the settings changed meanwhile."]);
+    assert.equal(host.kinds().at(-1), "turnEnded");
+    assert.equal(conversation.sessionInfo?.sessionId, first, "the session stays until the next ask");
+
+    const second = await deadline(conversation.ask(settings("vscode-hello"), "Hello"), 20000, "the next turn");
+    assert.equal(second.text, "Hello.");
+    assert.equal(host.sessions.length, 2);
+    assert.notEqual(host.sessions[1].sessionId, first);
+    assert.equal(host.sessions[1].model, "vscode-hello");
   });
 
   it("after reset the next ask opens a new session", async () => {

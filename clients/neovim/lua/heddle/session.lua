@@ -53,15 +53,26 @@ local function show_message(params)
 end
 
 --- Shows the messages held while a session opened, but those its result repeats about
---- untrusted settings: `heddle.trust` warns about those, saying what to do.
+--- untrusted settings (`heddle.trust` warns about those, saying what to do), then the result's
+--- other warnings (problems in the settings files, which the daemon only returns): each
+--- distinct one once.
 local function release_messages(result)
   local messages = held
   held = {}
-  local repeated = result and result.untrustedSettings and result.warnings or {}
+  local warnings = result and result.warnings or {}
+  local repeated = result and result.untrustedSettings and warnings or {}
+  local shown = {}
   for _, params in ipairs(messages) do
-    if not vim.tbl_contains(repeated, params.message) then
+    if not shown[params.message] and not vim.tbl_contains(repeated, params.message) then
       show_message(params)
     end
+    shown[params.message] = true
+  end
+  for _, warning in ipairs(warnings) do
+    if not shown[warning] then
+      notify(warning, vim.log.levels.WARN)
+    end
+    shown[warning] = true
   end
 end
 

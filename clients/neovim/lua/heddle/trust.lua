@@ -1,10 +1,8 @@
 --- Trusting the workspace's project settings (`.heddle/settings.toml`): the warning when a
---- session ignores what they would enable, and `:AgentTrust`, which shows the file and what
---- trusting it enables, asks, and sends `workspace/trust`.
----
---- What trusting enables is known from the `untrustedSettings` of the latest session on the
---- workspace. Before any session the file itself is what the user reviews, and its hash makes
---- the daemon trust only that content. Trust applies to sessions opened after it.
+--- session ignores what they would enable, and `:AgentTrust`, which asks the daemon what
+--- trusting the file as it is now would enable (`workspace/trust` with `dryRun`), asks the
+--- user, and sends `workspace/trust` with the hash of the content that was reviewed, so that a
+--- file changed in between is not trusted. Trust applies to sessions opened after it.
 local client = require('heddle.client')
 local config = require('heddle.config')
 local protocol = require('heddle.protocol')
@@ -44,28 +42,29 @@ function M.remember(result)
   end
 end
 
---- What the user is shown before trusting `workspace`'s settings: `{ settings_file, sha256?,
---- enables? }`, `enables` from the latest session, else nil (the file is what to review);
---- `sha256` nil: there is no file.
+--- Asks the daemon what trusting `workspace`'s settings as they are now would enable, then
+--- calls `cb(err, review)`: `review` is `{ settings_file, sha256?, enables, trusted }`, with
+--- `sha256` nil when there is no file and `enables` empty when nothing in it needs trust.
 --- @param workspace string
---- @return table
-function M.review(workspace)
-  local untrusted = known[key(workspace)]
-  if untrusted then
-    return {
-      settings_file = untrusted.settingsFile,
-      sha256 = untrusted.sha256,
-      enables = untrusted.ignored,
-    }
-  end
-  local file = vim.fs.joinpath(workspace, '.heddle', 'settings.toml')
-  local fd = io.open(file, 'rb')
-  if not fd then
-    return { settings_file = file }
-  end
-  local data = fd:read('*a')
-  fd:close()
-  return { settings_file = file, sha256 = vim.fn.sha256(data) }
+--- @param cb fun(err: table?, review: table?)
+function M.review(workspace, cb)
+  client.with_client(function(_, err)
+    if err then
+      return cb({ message = err })
+    end
+    local params = { workspace = workspace, dryRun = true }
+    client.request(protocol.methods.WORKSPACE_TRUST, params, function(rerr, result)
+      if rerr then
+        return cb(rerr)
+      end
+      cb(nil, {
+        settings_file = result.settingsFile,
+        sha256 = result.sha256 ~= vim.NIL and result.sha256 or nil,
+        enables = result.enables or {},
+        trusted = result.trusted ~= false,
+      })
+    end)
+  end)
 end
 
 local function trusted(workspace, result)
@@ -105,18 +104,11 @@ local function send(workspace, review)
   end)
 end
 
---- `:AgentTrust`: shows the workspace's settings file and what trusting it enables, asks with
---- `vim.ui.select` (kind `heddle.trust`), and trusts it on "Trust it".
-function M.command()
-  local workspace = config.workspace()
-  local review = M.review(workspace)
-  if not review.sha256 then
-    return notify(('there is no %s, so there is nothing to trust'):format(review.settings_file))
-  end
-  local what = review.enables and ('It enables: ' .. table.concat(review.enables, '; '))
-    or 'No session has read it as it is now: review the file first'
+--- Asks with `vim.ui.select` (kind `heddle.trust`) whether to trust what `review` enables.
+local function ask(workspace, review)
+  local prompt = 'Heddle: trust %s? It enables: %s'
   vim.ui.select(choices, {
-    prompt = ('Heddle: trust %s? %s'):format(review.settings_file, what),
+    prompt = prompt:format(review.settings_file, table.concat(review.enables, '; ')),
     format_item = function(choice)
       return choice.label
     end,
@@ -126,6 +118,29 @@ function M.command()
       vim.cmd.split(vim.fn.fnameescape(review.settings_file))
     elseif choice and choice.decision == 'trust' then
       send(workspace, review)
+    end
+  end)
+end
+
+--- `:AgentTrust`: asks the daemon what trusting the workspace's settings file would enable,
+--- and asks the user, unless there is no file, nothing in it needs trust, or it is trusted.
+function M.command()
+  local workspace = config.workspace()
+  M.review(workspace, function(err, review)
+    if err then
+      return notify('could not review the settings of ' .. workspace .. ': ' .. err.message,
+        vim.log.levels.ERROR)
+    end
+    local file = review.settings_file
+    if not review.sha256 then
+      notify(('there is no %s, so there is nothing to trust'):format(file))
+    elseif #review.enables == 0 then
+      notify(('nothing in %s needs trust: all of it applies without trust'):format(file))
+    elseif review.trusted then
+      notify(('%s is already trusted as it is now; it enables %s'):format(
+        file, table.concat(review.enables, '; ')))
+    else
+      ask(workspace, review)
     end
   end)
 end

@@ -1,17 +1,16 @@
 /**
  * The questions about trusting a workspace's project settings: the notification when a session
- * ignores them, and the modal confirmation of "Heddle: Trust workspace settings".
+ * ignores them, and the modal confirmation of "Heddle: Trust workspace settings" (or what it
+ * says when there is nothing to ask).
  */
 
 import * as vscode from "vscode";
 import type { UntrustedSettings, WorkspaceTrustResult } from "../protocol.generated";
-import { describeIgnored, type Review } from "../trust";
+import { describeIgnored, type Review, type Verdict } from "../trust";
 
 const REVIEW = "Review file";
 const TRUST = "Trust";
 const NOT_NOW = "Not now";
-/** Lines of the file a modal shows, when the daemon has not said what it enables. */
-const CONTENT_LINES = 40;
 
 /**
  * The notification a session's `untrustedSettings` brings. "Review file" opens the file and
@@ -27,11 +26,9 @@ export async function offerTrust(untrusted: UntrustedSettings): Promise<boolean>
   return choice === TRUST;
 }
 
-/** The modal question before trusting; "Review file" opens the file instead. True: trust. */
+/** The modal question before trusting: what the daemon says trusting enables. True: trust. */
 export async function confirmTrust(review: Review): Promise<boolean> {
-  const detail = review.enables
-    ? `Trusting it enables:\n${review.enables.map((line) => `• ${line}`).join("\n")}`
-    : `No session has read the file as it is now, so Heddle cannot say what it enables. Its content:\n\n${excerpt(review.content ?? "")}`;
+  const detail = `Trusting it enables:\n${review.enables.map((line) => `• ${line}`).join("\n")}`;
   const choice = await vscode.window.showWarningMessage(
     `Trust ${review.settingsFile}?`,
     { modal: true, detail: `${detail}\n\nSessions opened from now on apply it; a changed file needs trust again.` },
@@ -42,15 +39,26 @@ export async function confirmTrust(review: Review): Promise<boolean> {
   return choice === TRUST;
 }
 
+/** The command found nothing to ask about: no file, nothing in it needs trust, or trusted. */
+export function showNoNeed(review: Review, verdict: Exclude<Verdict, "ask">): void {
+  const file = review.settingsFile;
+  if (verdict === "noFile") {
+    void vscode.window.showInformationMessage(`Heddle: there is no ${file}, so there is nothing to trust.`);
+    return;
+  }
+  const message = verdict === "alreadyTrusted"
+    ? `Heddle: ${file} is already trusted as it is now; it enables ${review.enables.join("; ")}.`
+    : `Heddle: nothing in ${file} needs trust: all of it applies without trust.`;
+  void vscode.window.showInformationMessage(message, REVIEW).then((choice) => {
+    if (choice === REVIEW) void openSettingsFile(file);
+  });
+}
+
 export function showTrusted(result: WorkspaceTrustResult): void {
   const enables = result.enables?.length ? `, which enables ${result.enables.join("; ")}` : "";
   void vscode.window.showInformationMessage(
     `Heddle trusts ${result.settingsFile} now${enables}. The next request starts a new session, which applies it.`,
   );
-}
-
-export function showNothingToTrust(settingsFile: string): void {
-  void vscode.window.showInformationMessage(`Heddle: there is no ${settingsFile}, so there is nothing to trust.`);
 }
 
 export function showChanged(settingsFile: string): void {
@@ -61,10 +69,4 @@ export function showChanged(settingsFile: string): void {
 
 async function openSettingsFile(settingsFile: string): Promise<void> {
   await vscode.window.showTextDocument(vscode.Uri.file(settingsFile), { preview: false });
-}
-
-function excerpt(content: string): string {
-  const lines = content.split("\n");
-  if (lines.length <= CONTENT_LINES) return content.trimEnd();
-  return `${lines.slice(0, CONTENT_LINES).join("\n")}\n… (${lines.length - CONTENT_LINES} more lines: review the file)`;
 }

@@ -174,13 +174,19 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
     lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
     errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
+    warned: set[str] = set()
+
+    def warn(message: str) -> None:
+        if message not in warned:
+            warned.add(message)
+            renderer.end_line()
+            print(f"heddle: warning: {message}", file=sys.stderr)
 
     def show_message(params: dict[str, Any]) -> None:
         if params.get("type") == 1:
             errors.append(str(params.get("message")))
         elif params.get("type") == 2:  # a warning, such as untrusted project settings
-            renderer.end_line()
-            print(f"heddle: warning: {params.get('message')}", file=sys.stderr)
+            warn(str(params.get("message")))
 
     conn.on_notification("window/showMessage", show_message)
     hinted = False
@@ -213,6 +219,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             "capabilities": {"experimental": {"heddle": {"permissionRequests": True}}}})
         conn.notify("initialized", {})
         session = await _open_session(conn, args, workspace, renderer)
+        for message in session.get("warnings", []):  # problems in the settings files, repairs
+            warn(message)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
         ctrl_c.cancel = cancel

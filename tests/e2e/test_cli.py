@@ -129,6 +129,19 @@ def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):
     assert "Traceback" not in result.stderr
 
 
+def test_ask_shows_each_settings_warning_once(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}]})
+    (workspace / ".heddle").mkdir()
+    (workspace / ".heddle/settings.toml").write_text(
+        '[permissions]\nallow = ["Bash"]\ncolour = "blue"\n')
+    result = heddle(["ask", "-w", str(workspace), "-m", "chat", "hello"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("heddle: warning")]
+    assert len(warnings) == 2 and len(set(warnings)) == 2, result.stderr
+    assert any("colour" in line for line in warnings), warnings  # the unknown key
+    assert any("is not trusted" in line for line in warnings), warnings
+
+
 def test_ask_help_names_the_endpoint_variables(daemon_env):
     result = heddle(["ask", "--help"], daemon_env)
     assert result.returncode == 0

@@ -158,6 +158,21 @@ def test_prefix_rules_stop_at_a_word():
 
 
 @pytest.mark.parametrize("command", [
+    "git log `git rev-parse HEAD`",  # backticks: how escapes nest in them is where parsers err
+    "git() { git push --force; }; git status",  # `git status` would run the function
+    "for GIT_DIR in /tmp/evil; do git status; done",  # the loop sets a variable
+    "GIT_DIR=/tmp/evil; git status",
+    "git status ${GIT_DIR:=/tmp/evil}",
+    "git log > log.txt",
+    "git log $((1 + 2))",
+    "git log ${refs[0]}",
+])
+def test_what_is_not_vouched_for_even_when_every_command_is_covered(command):
+    assert all(c.words[0] == "git" for c in analyse(command).commands)
+    assert not allows("git:*", command)
+
+
+@pytest.mark.parametrize("command", [
     "FOO=1 rm -rf x",
     "cd build && rm -rf out",
     "echo $(rm -rf x)",

@@ -140,8 +140,6 @@ def _text(node: Any) -> str:
 def _check(node: Any) -> str | None:
     """Why this node alone makes the line opaque, or None."""
     kind = node.type
-    if node.is_error or node.is_missing:
-        return "a syntax error"
     if not node.is_named:
         return None
     if not node.children and kind not in _LITERAL_LEAVES and _UNREAD.search(_text(node)):

@@ -93,6 +93,8 @@ NOT_GIT_STATUS = [
     "git status ${x#$(rm x)}",
     "git status 'unterminated",
     "git status $(",
+    "git status $(git log",  # a `)` the parser had to make up
+    "(git status",
     "git status )",
     "git status; (",
     "",
@@ -164,7 +166,7 @@ def test_prefix_rules_stop_at_a_word():
     "GIT_DIR=/tmp/evil; git status",
     "git status ${GIT_DIR:=/tmp/evil}",
     "git log > log.txt",
-    "git log $((1 + 2))",
+    "git log $((x))",  # arithmetic evaluates what x holds: `a[$(rm x)]` runs rm
     "git log ${refs[0]}",
 ])
 def test_what_is_not_vouched_for_even_when_every_command_is_covered(command):

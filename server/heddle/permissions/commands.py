@@ -60,6 +60,7 @@ _FALSE_BLANKS = re.compile(r"[\v\f\r]")
 """Blanks to the parser, not to bash: in `a\\v#; rm x` bash reads no comment."""
 _CONTINUATION = re.compile(rb"(?<!\\)(?:\\\\)*\\\n")
 _QUOTED_LEAVES = _LITERAL_LEAVES | {"string_content"}
+_ESCAPE = re.compile(r"\\(.)", re.S)
 _DEPTH = 3
 """How deep deny rules look into `bash -c '…'` and `eval '…'`."""
 
@@ -191,7 +192,7 @@ def _plain(node: Any) -> str:
     if kind == "raw_string":
         return text[1:-1]
     if kind == "word":
-        return re.sub(r"\\(.)", r"\1", text.replace("\\\n", ""), flags=re.S)
+        return _ESCAPE.sub(r"\1", text.replace("\\\n", ""))
     if kind == "string" and all(c.type in ('"', "string_content") for c in node.children):
         return "".join(_text(c) for c in node.children if c.type == "string_content")
     if kind in ("command_name", "concatenation", "number"):

@@ -99,7 +99,8 @@ def analyse(text: str) -> Line:
         source = text.encode("utf-8")
     except UnicodeEncodeError:
         return Line((), "text that is not UTF-8")
-    reasons = ["a carriage return, vertical tab or form feed"] if _FALSE_BLANKS.search(text) else []
+    reasons = ["a carriage return, vertical tab or form feed"] if _FALSE_BLANKS.search(text) \
+        else []
     with _lock:
         tree = _parser().parse(source)
     commands: list[Command] = []

@@ -73,8 +73,8 @@ def covers(rule_tool: str, tool_name: str) -> bool:
 def rule_matches(rule: str, tool: Any, inp: Any, ctx: Any, kind: RuleKind = "allow") -> bool:
     """Whether `rule` applies to this (normalised) call.
 
-    For Bash, allow rules must cover every part of a compound command; deny and ask rules
-    apply when any part matches.
+    For Bash, an allow rule must cover every command the line runs (`allowing` lets several
+    rules share a line); deny and ask rules apply when any command matches.
     """
     try:
         name, pattern = parse_rule(rule)
@@ -98,20 +98,20 @@ def allowing(rules: Iterable[Rule], tool: Any, inp: Any, ctx: Any) -> list[Rule]
         return [alone]
     if tool.name != "Bash":
         return []
-    prefixes = []
+    patterns = []
     for rule in rules:
         try:
             name, pattern = parse_rule(rule.pattern)
         except RuleError:
             continue
         if covers(name, tool.name) and pattern is not None:
-            prefixes.append((rule, pattern))
+            patterns.append((rule, pattern))
     line = analyse(inp.command)
     if line.opaque or not line.commands:
         return []
     used: list[Rule] = []
     for command in line.commands:
-        rule = next((r for r, p in prefixes if _covers(p, command.words)), None)
+        rule = next((r for r, p in patterns if _covers(p, command.words)), None)
         if rule is None:
             return []
         if rule not in used:

@@ -1,4 +1,4 @@
-"""Rule syntax and matching, command splitting, and the order of a decision."""
+"""Rule syntax and matching, reading command lines, and the order of a decision."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import msgspec
 import pytest
 
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy
+from heddle.permissions.commands import analyse
 from heddle.permissions.rules import (Rule, RuleError, check_rule, command_matches,
-                                      path_matches, rule_matches, split_command)
+                                      path_matches, rule_matches)
 from heddle.tools.base import ToolContext
 from heddle.tools.registry import builtin_tools
 
@@ -54,20 +55,24 @@ def test_path_patterns(pattern, path, expected):
 
 
 @pytest.mark.parametrize("command,parts,opaque", [
-    ("git status", ["git status"], False),
-    ("git add . && git commit -m 'a; b'", ["git add .", "git commit -m 'a; b'"], False),
-    ("pytest -x 2>&1 | tail -5", ["pytest -x 2>&1", "tail -5"], False),
-    ("make >/dev/null 2>&1; echo done", ["make >/dev/null 2>&1", "echo done"], False),
-    ("sleep 1 & wait", ["sleep 1", "wait"], False),
-    ("echo $(cat ~/.ssh/id_rsa)", ["echo $(cat ~/.ssh/id_rsa)"], True),
-    ("echo `id`", ["echo `id`"], True),
-    ("echo '$(not run)'", ["echo '$(not run)'"], False),
-    ("ls > listing.txt", ["ls > listing.txt"], True),
-    ("diff <(ls a) <(ls b)", ["diff <(ls a) <(ls b)"], True),
-    ("cat <<EOF\nx\nEOF", ["cat <<EOF", "x", "EOF"], True),
+    ("git status", [("git", "status")], False),
+    ("git add . && git commit -m 'a; b'", [("git", "add", "."), ("git", "commit", "-m", "'a; b'")],
+     False),
+    ("pytest -x 2>&1 | tail -5", [("pytest", "-x"), ("tail", "-5")], False),
+    ("make >/dev/null 2>&1; echo done", [("make",), ("echo", "done")], False),
+    ("sleep 1 & wait", [("sleep", "1"), ("wait",)], False),
+    ("echo $(cat ~/.ssh/id_rsa)", [("echo", "$(cat ~/.ssh/id_rsa)"), ("cat", "~/.ssh/id_rsa")],
+     False),  # the substituted command is a command of the line: a rule must cover it too
+    ("echo `id`", [("echo", "`id`"), ("id",)], True),
+    ("echo '$(not run)'", [("echo", "'$(not run)'")], False),
+    ("ls > listing.txt", [("ls",)], True),
+    ("diff <(ls a) <(ls b)", [("diff", "<(ls a)", "<(ls b)"), ("ls", "a"), ("ls", "b")], False),
+    ("cat <<EOF\nx\nEOF", [("cat",)], True),  # the here-doc's body is no command
 ])
-def test_split_command(command, parts, opaque):
-    assert split_command(command) == (parts, opaque)
+def test_analyse(command, parts, opaque):
+    line = analyse(command)
+    assert [c.words for c in line.commands] == parts
+    assert (line.opaque is not None) is opaque, line.opaque
 
 
 def test_bash_prefix_rules_cover_every_part_for_allow_any_part_for_deny():

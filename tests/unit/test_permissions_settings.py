@@ -139,7 +139,7 @@ def test_add_and_remove_keep_the_rest_of_the_file(tmp_path):
                         "ask": ['Bash(echo "a\\b")']}}
 
 
-def test_add_creates_the_file_and_falls_back_to_a_plain_rewrite(tmp_path):
+def test_add_creates_the_file_and_edits_an_inline_table(tmp_path):
     fresh = tmp_path / "new/.heddle/settings.toml"
     add_rule(fresh, "allow", "Edit(src/**)")
     assert fresh.read_text() == '[permissions]\nallow = [\n  "Edit(src/**)",\n]\n'

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Literal, Protocol
 
 from heddle.loop.events import Preview
 from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
-                                      check_rule, covers, parse_rule, path_matches, rule_matches)
+                                      allowing, check_rule, covers, parse_rule, path_matches,
+                                      rule_matches)
 from heddle.permissions.protected import NOTE, protected
 from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
 from heddle.permissions.trust import rewrite_project
@@ -211,8 +212,9 @@ class PermissionPolicy:
             return Allow(f"PreToolUse hook{': ' + hook_reason if hook_reason else ''}")
         if self.mode == "bypassPermissions":
             return Allow("mode bypassPermissions")
-        if rule := self._first("allow", tool, inp, ctx):
-            return Allow(f"rule {rule.pattern} ({_where(rule)})")
+        if rules := allowing(self.rules, tool, inp, ctx):  # a Bash line may need several
+            return Allow(f"rule{'s' if len(rules) > 1 else ''} "
+                         + ", ".join(f"{r.pattern} ({_where(r)})" for r in rules))
         if tool.read_only:
             return Allow("read-only tool")
         if self.mode == "acceptEdits" and tool.name in EDIT_TOOLS:

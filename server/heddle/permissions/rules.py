@@ -1,10 +1,12 @@
 """Permission rules: `Tool` or `Tool(pattern)`, each allow / deny / ask, each with a scope.
 
-Patterns depend on the tool. Bash: `Bash(git status)` is that exact command line, `Bash(git
-status:*)` any command starting with those words. Tools with a path: a glob over the resolved
-absolute path, relative to the workspace unless it starts with `/` or `~` (`Edit(src/**)`,
-`Read(~/.ssh/**)`); `**` spans folders, `*` and `?` stay inside one. A rule named `Edit` covers
-every tool that edits files, `Read` every tool that reads them.
+Patterns depend on the tool. Bash: `Bash(git status)` is that command, `Bash(git status:*)` any
+command starting with those words; a command line is read with a bash parser
+(`heddle.permissions.commands`), and allow rules must cover every command it runs. Tools with a
+path: a glob (wcmatch) over the resolved absolute path, relative to the workspace unless it
+starts with `/` or `~` (`Edit(src/**)`, `Read(~/.ssh/**)`); `**` spans folders, `*` and `?`
+stay inside one. A rule named `Edit` covers every tool that edits files, `Read` every tool that
+reads them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
+
+from heddle.permissions.commands import RUNNERS, SHELLS, analyse, reachable, spellings
 
 RuleKind = Literal["allow", "deny", "ask"]
 RuleScope = Literal["session", "project", "user"]
@@ -69,8 +73,8 @@ def covers(rule_tool: str, tool_name: str) -> bool:
 def rule_matches(rule: str, tool: Any, inp: Any, ctx: Any, kind: RuleKind = "allow") -> bool:
     """Whether `rule` applies to this (normalised) call.
 
-    For Bash, allow rules must cover every part of a compound command; deny and ask rules
-    apply when any part matches.
+    For Bash, an allow rule must cover every command the line runs (`allowing` lets several
+    rules share a line); deny and ask rules apply when any command matches.
     """
     try:
         name, pattern = parse_rule(rule)
@@ -86,109 +90,100 @@ def rule_matches(rule: str, tool: Any, inp: Any, ctx: Any, kind: RuleKind = "all
     return path is not None and path_matches(pattern, Path(path), ctx.workspace)
 
 
+def allowing(rules: Iterable[Rule], tool: Any, inp: Any, ctx: Any) -> list[Rule]:
+    """The allow rules that allow this call: the first that matches it alone, else for a Bash
+    command line, for each command it runs the first rule that covers it. Empty: none does."""
+    rules = [r for r in rules if r.kind == "allow"]
+    if alone := next((r for r in rules if rule_matches(r.pattern, tool, inp, ctx)), None):
+        return [alone]
+    if tool.name != "Bash":
+        return []
+    patterns = []
+    for rule in rules:
+        try:
+            name, pattern = parse_rule(rule.pattern)
+        except RuleError:
+            continue
+        if covers(name, tool.name) and pattern is not None:
+            patterns.append((rule, pattern))
+    line = analyse(inp.command)
+    if line.opaque or not line.commands:
+        return []
+    used: list[Rule] = []
+    for command in line.commands:
+        rule = next((r for r, p in patterns if _covers(p, command.words)), None)
+        if rule is None:
+            return []
+        if rule not in used:
+            used.append(rule)
+    return used
+
+
 # --- paths ----------------------------------------------------------------------------------
 
-def _segment(part: str) -> str:
-    out, i = [], 0
-    while i < len(part):
-        c = part[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and "]" in part[i + 2:]:
-            end = part.index("]", i + 2)
-            body = part[i + 1:end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+_MAGIC = re.compile(r"[*?[\\]")
 
 
 @lru_cache(maxsize=512)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """An absolute glob as a regex: `**` is any number of folders (none included)."""
-    parts = pattern.split("/")
-    out = [_segment(parts[0])]
-    for part in parts[1:]:
-        out.append("(?:/.*)?" if part == "**" else "/" + _segment(part))
-    return re.compile("".join(out))
+def _matcher(pattern: str) -> Any:
+    from wcmatch import glob
+    patterns = [pattern] + ([pattern[:-3] or "/"] if pattern.endswith("/**") else [])
+    return glob.compile(patterns, flags=glob.GLOBSTAR | glob.DOTGLOB | glob.CASE | glob.FORCEUNIX)
 
 
-def _absolute_pattern(pattern: str, workspace: Path) -> str:
+def _escape(literal: str) -> str:
+    # wcmatch is imported at the first path rule decision, not at daemon start
+    from wcmatch import glob
+    return glob.escape(literal)
+
+
+def _absolute_pattern(pattern: str, workspace: str) -> str:
+    """The glob over absolute paths: the base (the workspace, home or `/`) and the pattern's
+    literal leading folders resolved (a symlinked home or folder matches resolved paths) and
+    escaped, so a `[` or `*` in them is just a character."""
     if pattern.startswith("~"):
-        pattern = os.path.expanduser(pattern)
-    if not pattern.startswith("/"):
-        pattern = f"{workspace}/{pattern}"
-    # resolve the literal part, so a symlinked home or folder matches the resolved paths
-    parts = pattern.split("/")
-    literal = next((i for i, p in enumerate(parts) if any(c in p for c in "*?[")), len(parts))
-    head = os.path.realpath("/".join(parts[:literal]) or "/")
+        user, _, rest = pattern.partition("/")
+        base = os.path.expanduser(user)
+        if base == user:  # an unknown user: a name in the workspace, as written
+            base, rest = workspace, pattern
+    elif pattern.startswith("/"):
+        base, rest = "/", pattern.lstrip("/")
+    else:
+        base, rest = workspace, pattern
+    parts = rest.split("/")
+    literal = next((i for i, p in enumerate(parts) if _MAGIC.search(p)), len(parts))
+    head = os.path.realpath(os.path.join(base, *parts[:literal]))
     tail = "/".join(parts[literal:])
-    return head.rstrip("/") + ("/" + tail if tail else "") if head != "/" else "/" + tail
+    return _escape(head).rstrip("/") + "/" + tail if tail else _escape(head)
 
 
 def path_matches(pattern: str, path: Path, workspace: Path) -> bool:
-    return glob_regex(_absolute_pattern(pattern, workspace)).fullmatch(str(path)) is not None
+    """Whether the resolved absolute `path` matches the rule's glob (`src/**` is `src` too).
+    The literal part is resolved at every call: a symlink changed meanwhile counts."""
+    return bool(_matcher(_absolute_pattern(pattern, str(workspace))).match(str(path)))
 
 
 # --- shell commands -------------------------------------------------------------------------
 
-_REDIRECT = re.compile(r"(&>>?|>>?&?|<<?<?&?)\s*([^\s;&|<>()]*)")
+@lru_cache(maxsize=512)
+def _rule_words(pattern: str) -> tuple[tuple[str, ...], tuple[str, ...], bool] | None:
+    """(the words as written, unquoted, whether it is a prefix) of a Bash pattern that is one
+    simple command; None for any other pattern (it can only match a whole line)."""
+    prefix = pattern.endswith(":*")
+    line = analyse(pattern[:-2] if prefix else pattern)
+    if line.opaque or len(line.commands) != 1:
+        return None
+    return line.commands[0].words, line.commands[0].plain, prefix
 
 
-def _safe_redirect(op: str, target: str) -> bool:
-    if op.startswith("<<") or target.startswith("("):
-        return False  # heredocs and process substitution
-    if op.endswith("&"):
-        return target.isdigit() or target == "-"
-    return op[0] in "&>" and target == "/dev/null"
+def _starts(words: tuple[str, ...], rule: tuple[str, ...], prefix: bool) -> bool:
+    return words[:len(rule)] == rule if prefix else words == rule
 
 
-def split_command(command: str) -> tuple[list[str], bool]:
-    """The simple commands of a command line and whether any part is opaque.
-
-    Splits on `;`, `&&`, `||`, `|`, `&` and newlines outside quotes. Opaque: command or
-    process substitution, a heredoc, or a redirection other than to /dev/null or another
-    descriptor — a prefix rule cannot vouch for what those do.
-    """
-    parts: list[str] = []
-    current: list[str] = []
-    opaque = False
-    quote = ""
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        if quote == "'":
-            quote = "" if c == "'" else quote
-        elif c == "\\" and i + 1 < n:
-            current.append(c)
-            c = command[i + 1]
-            i += 1
-        elif c == "`" or command.startswith("$(", i):
-            opaque = True
-        elif quote == '"':
-            quote = "" if c == '"' else quote
-        elif c in "'\"":
-            quote = c
-        elif command.startswith(("&>", ">", "<"), i):
-            m = _REDIRECT.match(command, i)
-            target = command[m.end(1):].lstrip()[:1] if not m.group(2) else m.group(2)
-            opaque = opaque or not _safe_redirect(m.group(1), target)
-            current.append(m.group(0))
-            i = m.end()
-            continue
-        elif command.startswith(("&&", "||"), i) or c in ";\n|&":
-            parts.append("".join(current))
-            current = []
-            i += 2 if command.startswith(("&&", "||"), i) else 1
-            continue
-        current.append(c)
-        i += 1
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()], opaque
+def _covers(pattern: str, words: tuple[str, ...]) -> bool:
+    """Whether a Bash allow pattern covers one simple command."""
+    rule = _rule_words(pattern)
+    return rule is not None and bool(rule[0]) and _starts(words, rule[0], rule[2])
 
 
 def _prefix_match(prefix: str, command: str) -> bool:
@@ -196,25 +191,41 @@ def _prefix_match(prefix: str, command: str) -> bool:
 
 
 def command_matches(pattern: str, command: str, any_part: bool) -> bool:
-    command = command.strip()
-    if not pattern.endswith(":*"):
-        return command == pattern.strip()
-    prefix = pattern[:-2].strip()
-    parts, opaque = split_command(command)
+    """Whether a Bash pattern matches a command line. An allow pattern (`any_part` False) must
+    cover every command the line runs, and nothing opaque may happen; a deny or ask pattern
+    matches when any command it may run matches, however it is spelled."""
+    line = command.strip()
+    if line == pattern.strip():
+        return True
     if any_part:
-        return _prefix_match(prefix, command) or any(_prefix_match(prefix, p) for p in parts)
-    return not opaque and bool(parts) and all(_prefix_match(prefix, p) for p in parts)
+        rule = _rule_words(pattern)
+        if pattern.endswith(":*") and _prefix_match(pattern[:-2].strip(), line):
+            return True
+        return rule is not None and any(
+            _starts(words, r, rule[2]) for r in rule[:2] if r
+            for command_ in reachable(command) for words in spellings(command_))
+    analysis = analyse(command)
+    return (analysis.opaque is None and bool(analysis.commands)
+            and all(_covers(pattern, c.words) for c in analysis.commands))
 
 
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9][\w.:/@+-]*")
+_PLAIN_NAME = re.compile(r"[\w./+@-]+")
 
 
 def bash_rule_for(command: str) -> str:
     """The rule "allow always" offers: a prefix of the first words for a simple command, the
-    exact command line otherwise (a prefix rule would not cover it)."""
-    parts, opaque = split_command(command)
-    if opaque or len(parts) != 1:
-        return f"Bash({command.strip()})"
-    words = parts[0].split()
+    exact command line otherwise — for a compound one (a prefix rule would not cover it) and
+    for a command that runs others (`bash -c …`, `xargs …`, `env …`: a prefix would allow
+    anything)."""
+    exact = f"Bash({command.strip()})"
+    line = analyse(command)
+    if line.opaque or len(line.commands) != 1:
+        return exact
+    words = line.commands[0].words
+    name = os.path.basename(words[0])
+    if not _PLAIN_NAME.fullmatch(words[0]) or "=" in words[0] or name in RUNNERS | SHELLS:
+        return exact
     plain = len(words) > 1 and _PLAIN_WORD.fullmatch(words[1]) is not None
-    return f"Bash({' '.join(words[:2]) if plain else words[0]}:*)"
+    rule = f"Bash({' '.join(words[:2]) if plain else words[0]}:*)"
+    return rule if command_matches(rule[5:-1], command, any_part=False) else exact

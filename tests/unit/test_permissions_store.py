@@ -117,3 +117,14 @@ def test_the_file_mode_is_kept(tmp_path):
     os.chmod(path, 0o640)
     add_rule(path, "allow", "Read")
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_settings_file_that_is_a_symlink_is_written_through(tmp_path):
+    (tmp_path / "dotfiles").mkdir()
+    real = settings(tmp_path / "dotfiles", "[permissions]\n")
+    link = tmp_path / "settings.toml"
+    link.symlink_to(real)
+    add_rule(link, "allow", "Read")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert tomllib.loads(real.read_text())["permissions"]["allow"] == ["Read"]
+    assert [p.name for p in real.parent.iterdir()] == ["settings.toml"]  # no temporary left

@@ -10,12 +10,11 @@ says why.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from heddle.atomic import write_atomic
 from heddle.permissions.rules import RuleKind
 
 
@@ -81,14 +80,8 @@ def _write(path: Path, text: str, data: dict[str, Any], kind: str, rules: list[A
         ok = False
     if not ok:
         new = dump(expected)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(new)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
+    try:  # a settings file kept in a dotfiles repository (a symlink) stays a link
+        write_atomic(path, new, follow_symlinks=True)
     except OSError as exc:
         raise SettingsWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
 

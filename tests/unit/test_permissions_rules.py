@@ -7,10 +7,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from heddle.core.tools import ToolContext
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy
-from heddle.permissions.rules import (Rule, RuleError, check_rule, command_matches,
+from heddle.rules import (Rule, RuleError, check_rule, command_matches,
                                       path_matches, rule_matches, split_command)
-from heddle.tools.base import ToolContext
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()

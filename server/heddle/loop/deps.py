@@ -7,33 +7,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
+from heddle.context.compactor import Compactor, Microcompactor
+from heddle.core.stream import ModelCaller
 from heddle.loop.hooks import StopHooks
-from heddle.loop.messages import Message
-from heddle.model.types import ModelCaller
-
-
-@dataclass(frozen=True)
-class CompactResult:
-    messages: tuple[Message, ...]
-    summary: str
-    tokens_before: int
-    tokens_after: int
-
-
-class Compactor(Protocol):
-    async def __call__(self, messages: tuple[Message, ...], model: str,
-                       reason: str) -> CompactResult:
-        """Summarise the history into a shorter conversation that keeps the task.
-        Raises on failure."""
-        ...
-
-
-class Microcompactor(Protocol):
-    def __call__(self, messages: tuple[Message, ...], tokens: int, target: int,
-                 keep: int) -> tuple[tuple[Message, ...], int]:
-        """Clear old tool results until about `target` tokens remain, never the `keep` most
-        recent; returns the messages and how many results were cleared."""
-        ...
 
 
 def _new_id() -> str:

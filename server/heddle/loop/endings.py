@@ -6,10 +6,10 @@ conversation, so that the next request is always protocol-valid.
 
 from __future__ import annotations
 
-from heddle.loop.events import CoreEvent, MessageFinal, Tombstone, ToolCallFinished
-from heddle.loop.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
+from heddle.core.events import CoreEvent, MessageFinal, Tombstone, ToolCallFinished
+from heddle.core.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
                                   ToolUseBlock, append_user)
-from heddle.tools.executor import ToolExecutor
+from heddle.loop.executor import ToolExecutor
 
 INTERRUPTED = "[The user interrupted the turn here.]"
 CANCELLED_RESULT = ("The user cancelled the turn before this tool call finished; "

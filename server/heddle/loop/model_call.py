@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, AsyncIterator
 import anyio
 import msgspec
 
-from heddle.loop.endings import discard, tombstone
-from heddle.loop.events import (CoreEvent, ErrorInfo, ModelCallStarted, ModelFallback, Retry,
+from heddle.core.events import (CoreEvent, ErrorInfo, ModelCallStarted, ModelFallback, Retry,
                                 TextDelta, ThinkingDelta, ToolCallInput, ToolCallStarted, Usage)
-from heddle.loop.messages import Block, Message, TextBlock, ToolUseBlock, strip_thinking
-from heddle.loop.state import LoopState
-from heddle.model.types import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
+from heddle.core.messages import Block, Message, TextBlock, ToolUseBlock, strip_thinking
+from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
                                 TextChunk, ThinkingChunk)
-from heddle.tools.base import ToolContext
-from heddle.tools.executor import ToolExecutor
+from heddle.core.tools import ToolContext
+from heddle.loop.endings import discard, tombstone
+from heddle.loop.executor import ToolExecutor
+from heddle.loop.state import LoopState
 
 if TYPE_CHECKING:
     from heddle.loop.query import LoopConfig, QueryParams

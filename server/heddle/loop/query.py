@@ -21,18 +21,19 @@ import anyio.abc
 
 from heddle.context.pipeline import PipelineSettings, collapse_drain, prepare
 from heddle.context.windows import Limits, estimate_tokens, limits_for
+from heddle.core.events import (Compaction, CoreEvent, ErrorInfo, ErrorReport, MessageFinal,
+                                Terminal, TerminalReason, Usage, UsageReport)
+from heddle.core.messages import (Block, Message, TextBlock, append_user, text_of, to_api,
+                                  user_text)
+from heddle.core.tools import Tool, ToolContext
 from heddle.loop import endings
 from heddle.loop.budget import check_token_budget
 from heddle.loop.deps import LoopDeps, Outlet
-from heddle.loop.events import (Compaction, CoreEvent, ErrorInfo, ErrorReport, MessageFinal,
-                                Terminal, TerminalReason, Usage, UsageReport)
-from heddle.loop.messages import (Block, Message, TextBlock, append_user, text_of, to_api,
-                                  user_text)
 from heddle.loop.model_call import CallOutcome, call_model
 from heddle.loop.state import ContinueReason, LoopState, Transition, next_turn
 from heddle.loop.summaries import Background, summarize_tools
 from heddle.permissions.policy import Asker, PermissionPolicy
-from heddle.tools.base import Tool, ToolContext, schema_of
+from heddle.tools.base import schema_of
 
 log = logging.getLogger(__name__)
 

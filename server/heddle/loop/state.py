@@ -5,8 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from heddle.core.messages import Message
 from heddle.loop.budget import BudgetTracker
-from heddle.loop.messages import Message
 
 
 class ContinueReason(enum.Enum):

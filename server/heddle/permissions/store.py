@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from heddle.permissions.rules import RuleKind
+from heddle.rules import RuleKind
 
 
 class SettingsWriteError(Exception):

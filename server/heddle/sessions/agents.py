@@ -7,13 +7,13 @@ from typing import Callable
 
 import anyio
 
-from heddle.loop import events as ev
+from heddle.core import events as ev
+from heddle.core.events import CoreEvent, Terminal, TerminalReason
+from heddle.core.messages import tool_uses, user_text
+from heddle.core.tools import CURRENT_CALL, ToolContext, ToolOutput
 from heddle.loop.deps import LoopDeps
-from heddle.loop.events import CoreEvent, Terminal, TerminalReason
-from heddle.loop.messages import tool_uses, user_text
 from heddle.loop.query import QueryParams, drive, query
 from heddle.tools.agent import AGENT_MAX_TURNS, AGENT_TOOLS
-from heddle.tools.base import CURRENT_CALL, ToolContext, ToolOutput
 
 AGENT_SYSTEM = """You are a research sub-agent of Heddle, a coding agent, working in the
 workspace {workspace}. You can read and search files but not change them or run commands.

@@ -14,28 +14,28 @@ from typing import Callable, Literal
 
 import anyio
 
-from heddle.context.compact import ModelCompactor
 from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
 from heddle.context.windows import Limits
+from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
+                                TerminalReason, ToolCallFinished, Usage)
+from heddle.core.messages import Block, Message, TextBlock, append_user
+from heddle.core.stream import ModelCaller
+from heddle.core.tools import Tool, ToolContext
 from heddle.loop.budget import parse_budget
+from heddle.loop.compact import ModelCompactor
 from heddle.loop.deps import LoopDeps, Outlet
 from heddle.loop.endings import INTERRUPTED
-from heddle.loop.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
-                                TerminalReason, ToolCallFinished, Usage)
 from heddle.loop.hooks import StopHooks
-from heddle.permissions.hooks import HookRunner
-from heddle.sessions.agents import agent_runner
-from heddle.sessions.retention import tool_results_dir
-from heddle.sessions.stop_hooks import CommandStopHooks
-from heddle.loop.messages import Block, Message, TextBlock, append_user
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
 from heddle.loop.query import QueryParams, drive, query
-from heddle.model.types import ModelCaller
+from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
+from heddle.processes.environment import tool_env
+from heddle.sessions.agents import agent_runner
+from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
+from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
-from heddle.tools.base import Tool, ToolContext
-from heddle.tools.environment import tool_env
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar
 
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 
 AGENT_TOOLS = ("Read", "Grep", "Glob", "LS")
 AGENT_MAX_TURNS = 40

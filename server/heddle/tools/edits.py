@@ -8,8 +8,8 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.core.events import DiffPreview
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.files import read_text, replace_text, unified_diff, write_atomic
 
 

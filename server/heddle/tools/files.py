@@ -12,8 +12,8 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.core.events import DiffPreview
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import LIST_FILES, run_ripgrep
 

@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 
 
 def ripgrep() -> str:

@@ -6,8 +6,8 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
-from heddle.loop.events import TodoItem, TodoUpdate
-from heddle.tools.base import ToolContext, ToolOutput
+from heddle.core.events import TodoItem, TodoUpdate
+from heddle.core.tools import ToolContext, ToolOutput
 
 
 class TodoInput(msgspec.Struct, forbid_unknown_fields=True):

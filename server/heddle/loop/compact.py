@@ -7,11 +7,16 @@ from pathlib import Path
 
 import anyio
 
+from heddle.context.compactor import CompactResult
+from heddle.context.pipeline import CONTINUATION
 from heddle.context.windows import estimate_tokens
-from heddle.loop.deps import CompactResult, LoopDeps
-from heddle.loop.events import Terminal, TerminalReason
-from heddle.loop.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
-from heddle.model.types import ModelCaller
+from heddle.core.events import Terminal, TerminalReason
+from heddle.core.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
+from heddle.core.stream import ModelCaller
+from heddle.core.tools import ToolContext
+from heddle.loop.deps import LoopDeps
+from heddle.loop.query import QueryParams, drive, query
+from heddle.permissions.policy import PermissionPolicy
 
 SUMMARY_SYSTEM = ("You write the working notes that let a coding agent continue a task after its "
                   "conversation history is cleared. Be specific and complete; no preamble.")
@@ -24,10 +29,6 @@ Include, under these headings:
 5. Errors and fixes.
 6. Next step: exactly what to do next.
 Answer with the summary only."""
-CONTINUATION = ("This session continues an earlier conversation that was summarised to save "
-                "space. The summary:\n\n{summary}")
-
-
 RESUME = "Continue the task from the next step in the summary."
 
 
@@ -45,10 +46,6 @@ class ModelCompactor:
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
         model = self.compact_model or model
-        from heddle.loop.query import QueryParams, drive, query
-        from heddle.permissions.policy import PermissionPolicy
-        from heddle.tools.base import ToolContext
-
         before = estimate_tokens(to_api(messages))
         request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
         async with anyio.create_task_group() as tg:

@@ -17,14 +17,15 @@ import anyio
 import anyio.abc
 import msgspec
 
-from heddle.loop.events import PermissionAnswered, PermissionAsked, ToolCallFinished
-from heddle.loop.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.events import PermissionAnswered, PermissionAsked, ToolCallFinished
+from heddle.core.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.tools import CURRENT_CALL, Tool, ToolContext, ToolError
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
                                        Rule, RuleError, SettingsWriteError)
-from heddle.permissions.rules import RuleScope
-from heddle.tools.base import CURRENT_CALL, Tool, ToolContext, ToolError, budget_result
+from heddle.rules import RuleScope
+from heddle.tools.base import budget_result
 
 log = logging.getLogger(__name__)
 

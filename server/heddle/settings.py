@@ -26,8 +26,8 @@ from typing import Any, Literal, Mapping, TypeVar, get_args, get_origin
 
 import msgspec
 
-from heddle.permissions import trust_store
-from heddle.permissions.rules import RuleError, check_rule
+from heddle import trust_store
+from heddle.rules import RuleError, check_rule
 from heddle.xdg import config_dir
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from heddle.permissions import trust_store
+from heddle import trust_store
 from heddle.permissions.trust import TrustMismatch, review_project, trust_project
 from heddle.settings import SettingsFiles, project_settings_path, user_settings_path
 

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from heddle.loop.events import Retry
-from heddle.loop.messages import TextBlock, ToolUseBlock, user_text
+from heddle.core.events import Retry
+from heddle.core.messages import TextBlock, ToolUseBlock, user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
+from heddle.core.stream import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
 from heddle.model.retry import RetryPolicy, parse_retry_after
-from heddle.model.types import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
 HELLO = {"content": [{"type": "text", "text": "Hello there."}]}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from heddle.loop.messages import TextBlock, ThinkingBlock, ToolUseBlock
+from heddle.core.messages import TextBlock, ThinkingBlock, ToolUseBlock
+from heddle.core.stream import BlockDone, BlockStarted, TextChunk, ThinkingChunk
 from heddle.model.errors import StreamIncomplete, StreamUnreadable, classify
 from heddle.model.sse import Assembler, SSEDecoder
-from heddle.model.types import BlockDone, BlockStarted, TextChunk, ThinkingChunk
 from tests.model.rawserver import (block_start, block_stop, delta, events_bytes, message_end,
                                    message_start, text_answer, text_delta)
 

@@ -13,14 +13,14 @@ import anthropic
 import anyio
 import pytest
 
-from heddle.loop.events import Retry
-from heddle.loop.messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from heddle.loop.messages import user_text
+from heddle.core.events import Retry
+from heddle.core.messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from heddle.core.messages import user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
-from heddle.model.retry import RetryPolicy
-from heddle.model.types import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
+from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
                                 TextChunk, ThinkingChunk)
+from heddle.model.retry import RetryPolicy
 from tests.model.rawserver import (RawServer, Reply, Wait, Write, block_start, block_stop, delta,
                                    events_bytes, message_end, message_start, sse, text_answer,
                                    text_delta)

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from heddle.atomic import write_atomic
-from heddle.permissions import trust_store
-from heddle.tools.base import ToolContext
+from heddle import trust_store
+from heddle.core.tools import ToolContext
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()

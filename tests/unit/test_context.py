@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from heddle.context.compactor import CompactResult
 from heddle.context.pipeline import (CLEARED, CircuitBreaker, PipelineSettings, microcompact,
                                      prepare, rounds, snip, tokens_of)
 from heddle.context.windows import Limits, estimate_tokens, limits_for
-from heddle.loop.deps import CompactResult
-from heddle.loop.messages import (Message, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+from heddle.core.messages import (Message, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                                   missing_tool_results, user_text)
 
 

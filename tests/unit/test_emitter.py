@@ -2,8 +2,8 @@
 
 import asyncio
 
-from heddle.loop import events as core
-from heddle.loop.messages import Message, TextBlock
+from heddle.core import events as core
+from heddle.core.messages import Message, TextBlock
 from heddle.rpc.emitter import FLUSH_CHARS, TurnEmitter
 
 

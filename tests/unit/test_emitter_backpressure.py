@@ -6,7 +6,7 @@ import threading
 
 import msgspec
 
-from heddle.loop import events as core
+from heddle.core import events as core
 from heddle.rpc.emitter import (BACKLOG_CHARS, FLUSH_CHARS, FLUSH_DELAY, PAUSE_CHARS,
                                 PAUSE_EVENTS, TurnEmitter)
 from heddle.rpc.transport import HIGH_WATER, FdReader, Pressure, StdioTransport, frame

@@ -2,7 +2,7 @@
 
 import msgspec
 
-from heddle.loop.messages import (Message, TextBlock, ThinkingBlock, ToolResultBlock,
+from heddle.core.messages import (Message, TextBlock, ThinkingBlock, ToolResultBlock,
                                   ToolUseBlock, append_user, missing_tool_results, to_api,
                                   user_text)
 from heddle.loop.endings import sanitize

@@ -8,10 +8,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.permissions.commands import analyse
+from heddle.commands import analyse
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy
-from heddle.permissions.rules import bash_rule_for, command_matches
-from heddle.tools.base import ToolContext
+from heddle.rules import bash_rule_for, command_matches
+from heddle.core.tools import ToolContext
 from heddle.tools.registry import builtin_tools
 
 BASH = builtin_tools()["Bash"]

@@ -11,8 +11,8 @@ import pytest
 
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use, run_hook)
+from heddle.processes.environment import tool_env
 from heddle.settings import HookCommand
-from heddle.tools.environment import tool_env
 from procs import all_dead
 
 PY = sys.executable

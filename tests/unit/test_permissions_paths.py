@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from heddle.permissions.rules import path_matches
+from heddle.rules import path_matches
 
 WS = Path("/ws")
 

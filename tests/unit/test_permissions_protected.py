@@ -9,11 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.loop.events import PermissionAnswered
+from heddle.core.events import PermissionAnswered
+from heddle.core.tools import ToolContext
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionAnswer, PermissionPolicy
 from heddle.rpc import convert
 from heddle.settings import HookCommand, HookSettings, SettingsFiles
-from heddle.tools.base import ToolContext
 from heddle.tools.registry import builtin_tools
 from unit.test_tools_executor import Asker, execute
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from heddle.core.tools import ToolContext
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy
-from heddle.permissions.commands import analyse
-from heddle.permissions.rules import (Rule, RuleError, check_rule, command_matches,
-                                      path_matches, rule_matches)
-from heddle.tools.base import ToolContext
+from heddle.commands import analyse
+from heddle.rules import (Rule, RuleError, check_rule, command_matches, path_matches,
+                          rule_matches)
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from heddle.permissions.policy import PermissionPolicy, SettingsWriteError
-from heddle.permissions.rules import Rule
 from heddle.permissions.store import add_rule, dump, remove_rule
 from heddle.permissions.trust import TrustMismatch, trust_project
+from heddle.rules import Rule
 from heddle.settings import (HookCommand, HookSettings, Settings, load_settings,
                              project_settings_path, user_settings_path)
 

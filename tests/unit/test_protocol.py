@@ -7,10 +7,10 @@ import sys
 import msgspec
 
 import heddle_protocol as wire
-from heddle.loop import events as core
-from heddle.rpc import convert
 from heddle_protocol.events import TextDeltaEvent, TurnEventParams
 from heddle_protocol.generate import ROOT, outputs, schema
+from heddle.core import events as core
+from heddle.rpc import convert
 
 
 def test_generated_files_are_fresh():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heddle.tools.reaper import MARK, Reaper
+from heddle.processes.reaper import MARK, Reaper
 from procs import alive, wait_dead
 
 TREE = "sleep 300 & echo $! > {dir}/child.pid; wait"

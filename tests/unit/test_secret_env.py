@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from heddle.tools.environment import tool_env
+from heddle.processes.environment import tool_env
 
 HOLD = r"""
 import json, os, subprocess, sys

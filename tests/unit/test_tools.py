@@ -8,8 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from heddle.core.tools import ToolContext, ToolError
 from heddle.permissions.policy import Allow, Ask, Deny, PermissionPolicy, rule_matches
-from heddle.tools.base import ToolContext, ToolError, schema_of
+from heddle.tools.base import schema_of
 from heddle.tools.files import Edit, Read
 from heddle.tools.search import Grep
 from heddle.tools.shell import Bash, BashInput

@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from heddle.core.tools import ToolContext, ToolError
 from heddle.permissions.policy import PermissionPolicy
-from heddle.tools.base import ToolContext, ToolError
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()

@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from heddle.loop.events import PermissionAnswered, ToolCallFinished
-from heddle.loop.messages import ToolUseBlock
+from heddle.core.events import PermissionAnswered, ToolCallFinished
+from heddle.core.messages import ToolUseBlock
+from heddle.core.tools import ToolContext
+from heddle.loop.executor import ToolExecutor
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
 from heddle.settings import HookCommand, HookSettings, SettingsFiles
-from heddle.tools.base import ToolContext
-from heddle.tools.executor import ToolExecutor
 from heddle.tools.registry import builtin_tools
 
 

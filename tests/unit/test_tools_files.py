@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.tools.base import ToolContext, ToolError
+from heddle.core.tools import ToolContext, ToolError
 from heddle.tools.documents import EditorDocuments
 from heddle.tools.edits import MultiEdit, Write
 from heddle.tools.files import MAX_LINE_CHARS, Edit, Read

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from heddle.tools.base import ToolError
+from heddle.core.tools import ToolError
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import ripgrep
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.tools.base import ToolContext, ToolError
+from heddle.core.tools import ToolContext, ToolError
 from heddle.tools.listing import LS, Glob
 from heddle.tools.search import Grep
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.tools.base import ToolContext
+from heddle.core.tools import ToolContext
 from heddle.tools.listing import Glob
 from heddle.tools.search import Grep
 

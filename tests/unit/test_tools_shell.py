@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from heddle.loop.events import TodoItem, TodoUpdate
-from heddle.tools.base import ToolContext
-from heddle.tools.environment import tool_env
+from heddle.core.events import TodoItem, TodoUpdate
+from heddle.core.tools import ToolContext
+from heddle.processes.environment import tool_env
 from heddle.tools.shell import Bash, BashInput, HeadTail
 from heddle.tools.todo import TodoWrite, TodoWriteInput
 from procs import alive, all_dead

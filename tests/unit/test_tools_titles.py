@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from heddle.loop.events import CommandPreview, DiffPreview
-from heddle.tools.base import ToolContext, ToolError
+from heddle.core.events import CommandPreview, DiffPreview
+from heddle.core.tools import ToolContext, ToolError
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()

@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from heddle.context.compactor import Compactor
 from heddle.context.windows import Limits, estimate_tokens
-from heddle.loop.deps import Compactor
-from heddle.loop.events import Compaction
-from heddle.context.compact import CONTINUATION
-from heddle.loop.messages import (Message, TextBlock, ToolResultBlock, append_user, to_api,
+from heddle.core.events import Compaction
+from heddle.core.messages import (Message, TextBlock, ToolResultBlock, append_user, to_api,
                                   user_text)
 
 log = logging.getLogger(__name__)
@@ -28,6 +27,8 @@ log = logging.getLogger(__name__)
 CLEARED = "[Old tool result cleared to save context. Run the tool again if you need it.]"
 SNIPPED = "[Older messages were removed here to save context.]"
 COLLAPSED = "[Summary of earlier work in this session]\n{summary}"
+CONTINUATION = ("This session continues an earlier conversation that was summarised to save "
+                "space. The summary:\n\n{summary}")
 MAX_CONSECUTIVE_FAILURES = 3
 
 

@@ -1,38 +1,92 @@
-"""The loop's injectable dependencies: five narrow seams (the model caller, the compactor, the
-microcompactor, the id generator, the stop hooks) and nothing else."""
+"""The loop's seams, passed in and never chosen inside it: the model caller, the tool runner, the
+permission decider, the compactor, the microcompactor, the id generator and the stop hooks.
+
+`heddle.sessions.turns` chooses the concrete ones for a turn (the Anthropic model, a `Toolbox`
+of the built-in tools, the session's `PermissionPolicy`, ...); tests choose their own.
+"""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence
 
+import anyio.abc
+
+from heddle.context.compactor import Compactor, Microcompactor
+from heddle.core.events import CoreEvent
+from heddle.core.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.stream import ModelCaller
+from heddle.core.tools import Tool, ToolContext
 from heddle.loop.hooks import StopHooks
-from heddle.loop.messages import Message
-from heddle.model.types import ModelCaller
+from heddle.permissions.policy import Decision, Rule
+from heddle.settings import HookSettings
 
 
-@dataclass(frozen=True)
-class CompactResult:
-    messages: tuple[Message, ...]
-    summary: str
-    tokens_before: int
-    tokens_after: int
+class PermissionDecider(Protocol):
+    """Who says whether a tool call may run: its rules and mode, the hooks around each call,
+    and where an "allow always" answer keeps its rule (`PermissionPolicy`)."""
 
+    @property
+    def mode(self) -> str: ...
 
-class Compactor(Protocol):
-    async def __call__(self, messages: tuple[Message, ...], model: str,
-                       reason: str) -> CompactResult:
-        """Summarise the history into a shorter conversation that keeps the task.
-        Raises on failure."""
+    @property
+    def hooks(self) -> HookSettings: ...
+
+    def decide(self, tool: Tool, inp: Any, ctx: ToolContext, hook: str | None = None,
+               hook_reason: str | None = None) -> Decision: ...
+
+    def add(self, rule: Rule) -> Rule:
+        """Keep `rule`; RuleError if it does not parse, SettingsWriteError if it cannot be
+        saved where its scope says."""
         ...
 
 
-class Microcompactor(Protocol):
-    def __call__(self, messages: tuple[Message, ...], tokens: int, target: int,
-                 keep: int) -> tuple[tuple[Message, ...], int]:
-        """Clear old tool results until about `target` tokens remain, never the `keep` most
-        recent; returns the messages and how many results were cleared."""
+class ToolBatch(Protocol):
+    """The tool calls of one model response, started while it still streams."""
+
+    stop_reason: str | None
+    """Set when a hook asked to end the turn after this batch."""
+
+    @property
+    def blocks(self) -> Sequence[ToolUseBlock]:
+        """The calls received so far, in request order."""
+        ...
+
+    def begin(self, block_id: str, tool: str) -> None:
+        """A tool_use block started streaming; `add` follows once its input is complete."""
+
+    def add(self, block: ToolUseBlock, input_error: str | None = None) -> None:
+        """A tool_use block is complete: start it if it may run now."""
+
+    def title(self, block: ToolUseBlock) -> str:
+        """What the editor shows for the call (its name when the input does not convert)."""
+        ...
+
+    def finish_intake(self) -> None:
+        """The response ended: run what waits, in order."""
+
+    async def wait(self) -> None:
+        """Until every call has finished."""
+
+    def results(self, missing: str) -> tuple[ToolResultBlock, ...]:
+        """One result per call in request order; a call without one gets `missing`."""
+        ...
+
+    def discard(self, why: str) -> list[CoreEvent]:
+        """The response is thrown away: calls that have not started never will; returns a
+        `ToolCallFinished` for each of them, and for a call whose input was still streaming."""
+        ...
+
+
+class ToolRunner(Protocol):
+    """The tools of a query: what the model is offered, and a batch per model response."""
+
+    def schemas(self) -> tuple[dict[str, Any], ...]: ...
+
+    def batch(self, task_group: anyio.abc.TaskGroup,
+              permissions: PermissionDecider) -> ToolBatch:
+        """Calls run in `task_group` (the caller's), each decided on by `permissions`."""
         ...
 
 
@@ -43,25 +97,12 @@ def _new_id() -> str:
 @dataclass(frozen=True)
 class LoopDeps:
     model: ModelCaller
+    tools: ToolRunner
+    permissions: PermissionDecider
     compactor: Compactor | None = None
+    """None: no model compaction."""
     microcompactor: Microcompactor | None = None
     """None: `heddle.context.pipeline.microcompact`."""
     new_id: Callable[[], str] = field(default=_new_id)
     stop_hooks: StopHooks | None = None
-
-
-@runtime_checkable
-class Outlet(Protocol):
-    """Where a turn's events go, when it can say that its reader is not keeping up.
-
-    While `behind` is true after an event, the model call waits for `writable()` before it
-    reads on, so the model's stream stops being read (its connection's window fills and the
-    server waits) and what the daemon holds for a stalled editor stops growing. The wait is
-    inside the model call, so a cancel during it ends the call like any other cancel: what was
-    streamed is kept and every tool call gets a result.
-    """
-
-    @property
-    def behind(self) -> bool: ...
-
-    async def writable(self) -> None: ...
+    """None: no stop hooks."""

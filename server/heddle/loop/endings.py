@@ -6,10 +6,10 @@ conversation, so that the next request is always protocol-valid.
 
 from __future__ import annotations
 
-from heddle.loop.events import CoreEvent, MessageFinal, Tombstone, ToolCallFinished
-from heddle.loop.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
+from heddle.core.events import CoreEvent, MessageFinal, Tombstone
+from heddle.core.messages import (THINKING_TYPES, Block, Message, TextBlock, ThinkingBlock,
                                   ToolUseBlock, append_user)
-from heddle.tools.executor import ToolExecutor
+from heddle.loop.deps import ToolBatch
 
 INTERRUPTED = "[The user interrupted the turn here.]"
 CANCELLED_RESULT = ("The user cancelled the turn before this tool call finished; "
@@ -42,47 +42,33 @@ def tombstone(index: int, reason: str) -> Tombstone:
     return Tombstone(index, reason)
 
 
-def discard(executor: ToolExecutor, why: str) -> list[CoreEvent]:
-    """Drop the calls of a response that is being thrown away: queued ones never run (started
-    read-only ones finish on their own and their results are ignored), and a call whose input
-    was still streaming is finished too, so every `ToolCallStarted` gets its `ToolCallFinished`."""
-    executor._queued.clear()
-    events: list[CoreEvent] = [
-        ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
-        for c in executor.calls if not c.started and c.result is None]
-    if executor.streaming is not None:
-        events.append(ToolCallFinished(*executor.streaming, "cancelled", f"not run: {why}"))
-        executor.streaming = None
-    return events
-
-
-def aborted(messages: tuple[Message, ...], blocks: list[Block], executor: ToolExecutor,
+def aborted(messages: tuple[Message, ...], blocks: list[Block], batch: ToolBatch,
             abort_reason: str | None) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
     """Close the conversation after a cancel while the model streamed: keep what it wrote. A
     new prompt interrupting (`abort_reason == "interrupt"`) adds no interruption note: the new
     message carries the context."""
-    events = discard(executor, "cancelled")
+    events = batch.discard("cancelled")
     content = sanitize(blocks)
     if content:
         assistant = Message("assistant", content)
         messages += (assistant,)
         events.append(MessageFinal(assistant))
-    return _closed(events, messages, content, executor, abort_reason)
+    return _closed(events, messages, content, batch, abort_reason)
 
 
-def aborted_tools(messages: tuple[Message, ...], executor: ToolExecutor,
+def aborted_tools(messages: tuple[Message, ...], batch: ToolBatch,
                   abort_reason: str | None) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
     """Close the conversation after a cancel while tools ran: the response is already the last
     message (and final), so only the results and the note are added."""
-    return _closed(discard(executor, "cancelled"), messages, messages[-1].content, executor,
+    return _closed(batch.discard("cancelled"), messages, messages[-1].content, batch,
                    abort_reason)
 
 
 def _closed(events: list[CoreEvent], messages: tuple[Message, ...], content: tuple[Block, ...],
-            executor: ToolExecutor, abort_reason: str | None
+            batch: ToolBatch, abort_reason: str | None
             ) -> tuple[list[CoreEvent], tuple[Message, ...], str]:
     known = {b.id for b in content if isinstance(b, ToolUseBlock)}
-    tail: tuple[Block, ...] = tuple(r for r in executor.results(CANCELLED_RESULT)
+    tail: tuple[Block, ...] = tuple(r for r in batch.results(CANCELLED_RESULT)
                                     if r.tool_use_id in known)
     if abort_reason != "interrupt":
         tail += (TextBlock(INTERRUPTED),)
@@ -94,15 +80,15 @@ def _closed(events: list[CoreEvent], messages: tuple[Message, ...], content: tup
 
 
 def close_failed(messages: tuple[Message, ...], blocks: list[Block],
-                 executor: ToolExecutor) -> tuple[list[CoreEvent], tuple[Message, ...]]:
+                 batch: ToolBatch) -> tuple[list[CoreEvent], tuple[Message, ...]]:
     """Keep the completed blocks of a failed response, with a result for each tool call."""
-    events = discard(executor, "the model call failed")
+    events = batch.discard("the model call failed")
     content = sanitize(blocks)
     if content:
         assistant = Message("assistant", content)
         messages += (assistant,)
         events.append(MessageFinal(assistant))
-        results = executor.results(MODEL_FAILED_RESULT)
+        results = batch.results(MODEL_FAILED_RESULT)
         if results:
             messages = append_user(messages, results)
             events.append(MessageFinal(Message("user", results)))

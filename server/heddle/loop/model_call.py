@@ -1,96 +1,75 @@
-"""One model call of an iteration: stream it, start safe tools early, fall back once.
+"""One model call of an iteration, streamed: safe tools start as their blocks complete, and an
+overloaded model falls back once.
 
-`call_model` is a sub-generator: it yields the call's events, and last a `CallOutcome` that
-the loop keeps to itself.
+`call_model` yields the call's events and last `Onward` with the state after the call and the
+`Call`, which the rest of the iteration reads. A cancel while streaming is not an error here:
+the call ends `aborted`, and the conversation is closed after it.
 """
 
 from __future__ import annotations
 
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, AsyncIterator
+from dataclasses import replace
+from typing import AsyncIterator
 
 import anyio
-import msgspec
 
-from heddle.loop.endings import discard, tombstone
-from heddle.loop.events import (CoreEvent, ErrorInfo, ModelCallStarted, ModelFallback, Retry,
-                                TextDelta, ThinkingDelta, ToolCallInput, ToolCallStarted, Usage)
-from heddle.loop.messages import Block, Message, TextBlock, ToolUseBlock, strip_thinking
-from heddle.loop.state import LoopState
-from heddle.model.types import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
+from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retry, TextDelta,
+                                ThinkingDelta, Tombstone, ToolCallInput, ToolCallStarted, Usage)
+from heddle.core.messages import Message, ToolUseBlock, strip_thinking
+from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
                                 TextChunk, ThinkingChunk)
-from heddle.tools.base import ToolContext
-from heddle.tools.executor import ToolExecutor
-
-if TYPE_CHECKING:
-    from heddle.loop.query import LoopConfig, QueryParams
+from heddle.loop.deps import ToolBatch
+from heddle.loop.outcomes import Call, Onward, Query, Response
+from heddle.loop.state import LoopState
 
 
-class Response:
-    """What one streamed model response has produced so far."""
-
-    def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.partial_text: list[str] = []
-        self.stop_reason: str | None = None
-        self.usage = Usage()
-
-    def with_partial(self) -> list[Block]:
-        text = "".join(self.partial_text)
-        return self.blocks + ([TextBlock(text)] if text else [])
-
-
-@dataclass
-class CallOutcome:
-    status: str
-    """`ok`, `aborted` (cancelled while streaming) or `failed`."""
-    response: Response
-    executor: ToolExecutor
-    model: str
-    messages: tuple[Message, ...]
-    next_index: int
-    error: ErrorInfo | None = None
-
-
-async def call_model(p: QueryParams, config: LoopConfig, state: LoopState,
-                     index: int) -> AsyncIterator[CoreEvent | CallOutcome]:
-    model, messages = state.model, state.messages
+async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]:
+    state = now.state
+    model, messages, index = state.model, state.messages, state.calls
     while True:
-        executor = ToolExecutor(p.tools, p.tool_context, p.policy, p.asker, p.task_group,
-                                p.permission_lock)
+        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
         response = Response()
         yield ModelCallStarted(index, model)
-        request = ModelRequest(model, p.system, messages, config.tool_schemas,
-                               state.max_output_tokens_override or config.max_tokens,
-                               config.thinking_budget)
+        request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
+                               state.max_output_tokens_override or q.config.max_tokens,
+                               q.config.thinking_budget)
+        index += 1
         try:
-            async with aclosing(p.deps.model.stream(request)) as stream:
+            async with aclosing(q.deps.model.stream(request)) as stream:
                 async for ev in stream:
-                    for out in _on_stream_event(ev, response, executor, p.tool_context):
+                    for out in _on_stream_event(ev, response, batch):
                         yield out
-                    if p.outlet is not None and p.outlet.behind:
-                        await p.outlet.writable()  # the editor is behind: read on later
+                    if q.run.outlet is not None and q.run.outlet.behind:
+                        await q.run.outlet.writable()  # the editor is behind: read on later
         except anyio.get_cancelled_exc_class():
-            yield CallOutcome("aborted", response, executor, model, messages, index + 1)
-            return
+            call = Call("aborted", response, batch)
         except ModelError as err:
-            fallback = config.fallback_model
+            fallback = q.config.fallback_model
             if err.info.code == "overloaded" and fallback and model != fallback:
-                for ev in discard(executor, "the model was switched"):
+                for ev in batch.discard("the model was switched"):
                     yield ev
-                yield tombstone(index, f"{model} is overloaded; switching to {fallback}")
+                yield Tombstone(index - 1, f"{model} is overloaded; switching to {fallback}")
                 yield ModelFallback(model, fallback, err.info)
-                model, messages, index = fallback, strip_thinking(messages), index + 1
+                model, messages = fallback, strip_thinking(messages)
                 continue
-            yield CallOutcome("failed", response, executor, model, messages, index + 1, err.info)
-            return
-        yield CallOutcome("ok", response, executor, model, messages, index + 1)
+            call = Call("failed", response, batch, err.info)
+        else:
+            call = Call("ok", response, batch)
+        yield Onward(called(state, model, messages, index, response.usage), call)
         return
 
 
-def _on_stream_event(ev, response: Response, executor: ToolExecutor,
-                     ctx: ToolContext) -> list[CoreEvent]:
+def called(state: LoopState, model: str, messages: tuple[Message, ...], calls: int,
+           usage: Usage) -> LoopState:
+    """After a model call: its usage counts, and a fallback model takes over for the rest of
+    the turn (with the conversation it was sent, thinking stripped)."""
+    if model != state.model:
+        state = replace(state, model=model, messages=messages)
+    return replace(state, calls=calls, usage=state.usage + usage)
+
+
+def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent]:
     if isinstance(ev, TextChunk):
         response.partial_text.append(ev.text)
         return [TextDelta(ev.text)]
@@ -99,15 +78,15 @@ def _on_stream_event(ev, response: Response, executor: ToolExecutor,
     if isinstance(ev, BlockStarted):
         response.partial_text.clear()
         if ev.kind == "tool_use":
-            executor.begin(ev.tool_use_id, ev.tool_name)
+            batch.begin(ev.tool_use_id, ev.tool_name)
             return [ToolCallStarted(ev.tool_use_id, ev.tool_name)]
         return []
     if isinstance(ev, BlockDone):
         response.partial_text.clear()
         response.blocks.append(ev.block)
         if isinstance(ev.block, ToolUseBlock):
-            title = _title(executor, ev.block, ctx)
-            executor.add(ev.block, ev.input_error)
+            title = batch.title(ev.block)
+            batch.add(ev.block, ev.input_error)
             return [ToolCallInput(ev.block.id, ev.block.name, ev.block.input, title)]
         return []
     if isinstance(ev, StreamEnd):
@@ -117,13 +96,3 @@ def _on_stream_event(ev, response: Response, executor: ToolExecutor,
     if isinstance(ev, Retry):
         return [ev]
     return []
-
-
-def _title(executor: ToolExecutor, block: ToolUseBlock, ctx: ToolContext) -> str:
-    tool = executor.tools.get(block.name)
-    if tool is None:
-        return block.name
-    try:
-        return tool.title(msgspec.convert(block.input, tool.input_type), ctx)
-    except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
-        return block.name

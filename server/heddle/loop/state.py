@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from heddle.core.events import Usage
+from heddle.core.messages import Message
 from heddle.loop.budget import BudgetTracker
-from heddle.loop.messages import Message
 
 
 class ContinueReason(enum.Enum):
@@ -47,6 +48,24 @@ class LoopState:
     budget: BudgetTracker = BudgetTracker()
     context_base: tuple[int, int] = (0, 0)
     """(messages counted, tokens): the last response's reported input+output size."""
+    usage: Usage = Usage()
+    """What the query's model calls have used so far."""
+    calls: int = 0
+    """Model calls started so far, replaced ones included: the next call's output index."""
+
+
+def rebuilt(state: LoopState, reason: ContinueReason, **changes) -> LoopState:
+    """A complete new state for a `continue` point: every field named, changes applied."""
+    fields = dict(
+        messages=state.messages, turn_count=state.turn_count,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count,
+        max_output_tokens_override=state.max_output_tokens_override,
+        has_attempted_reactive_compact=state.has_attempted_reactive_compact,
+        has_attempted_collapse_drain=state.has_attempted_collapse_drain,
+        stop_hook_active=state.stop_hook_active, model=state.model, budget=state.budget,
+        context_base=state.context_base, usage=state.usage, calls=state.calls)
+    fields.update(changes)
+    return LoopState(transition=Transition(reason), **fields)
 
 
 def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
@@ -64,4 +83,6 @@ def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
         model=state.model,
         budget=state.budget,
         context_base=state.context_base,
+        usage=state.usage,
+        calls=state.calls,
     )

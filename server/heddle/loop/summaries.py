@@ -9,9 +9,9 @@ import anyio
 import anyio.abc
 import msgspec
 
-from heddle.loop.events import CoreEvent, ToolSummary
-from heddle.loop.messages import ToolResultBlock, ToolUseBlock, user_text
-from heddle.model.types import ModelCaller, ModelError, ModelRequest, TextChunk
+from heddle.core.events import CoreEvent, ToolSummary
+from heddle.core.messages import ToolResultBlock, ToolUseBlock, user_text
+from heddle.core.stream import ModelCaller, ModelError, ModelRequest, TextChunk
 
 log = logging.getLogger(__name__)
 

@@ -21,14 +21,14 @@ from typing import Any, AsyncIterator
 import anyio
 import msgspec
 
+from heddle.core.events import ErrorInfo, Retry
+from heddle.core.messages import Block
+from heddle.core.stream import ModelError, ModelRequest, StreamEvent
 from heddle.envvars import number
-from heddle.loop.events import ErrorInfo, Retry
-from heddle.loop.messages import Block
 from heddle.model.errors import classify
-from heddle.model.retry import RetryPolicy, parse_retry_after
 from heddle.model.reader import BodyReader
+from heddle.model.retry import RetryPolicy, parse_retry_after
 from heddle.model.sse import Assembler, SSEDecoder
-from heddle.model.types import ModelError, ModelRequest, StreamEvent
 
 log = logging.getLogger(__name__)
 

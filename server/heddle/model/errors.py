@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from heddle.loop.events import ErrorInfo
+from heddle.core.events import ErrorInfo
 
 _BY_TYPE = {
     "overloaded_error": ("overloaded", True),

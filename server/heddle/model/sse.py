@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import msgspec
 
-from heddle.loop.events import Usage
-from heddle.loop.messages import (Block, RedactedThinkingBlock, TextBlock, ThinkingBlock,
+from heddle.core.events import Usage
+from heddle.core.messages import (Block, RedactedThinkingBlock, TextBlock, ThinkingBlock,
                                   ToolUseBlock)
-from heddle.model.errors import StreamIncomplete, StreamUnreadable
-from heddle.model.types import (BlockDone, BlockStarted, StreamEnd, StreamEvent, TextChunk,
+from heddle.core.stream import (BlockDone, BlockStarted, StreamEnd, StreamEvent, TextChunk,
                                 ThinkingChunk)
+from heddle.model.errors import StreamIncomplete, StreamUnreadable
 
 _BOM = b"\xef\xbb\xbf"
 

@@ -22,9 +22,9 @@ from typing import Any, Literal, Sequence
 
 import anyio
 
+from heddle.processes.environment import tool_env
+from heddle.processes.groups import open_group, reap
 from heddle.settings import HookCommand
-from heddle.tools.environment import tool_env
-from heddle.tools.shell import open_group, reap
 
 log = logging.getLogger(__name__)
 

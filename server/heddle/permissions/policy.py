@@ -13,15 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Protocol
 
-from heddle.loop.events import Preview
-from heddle.permissions.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
-                                      allowing, check_rule, covers, parse_rule, path_matches,
-                                      rule_matches)
+from heddle.core.events import Preview
+from heddle.core.tools import Tool, ToolContext
+from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope, allowing,
+                          check_rule, covers, parse_rule, path_matches, rule_matches)
 from heddle.permissions.protected import NOTE, protected
 from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
 from heddle.permissions.trust import rewrite_project
+from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
+                                      check_rule, covers, parse_rule, path_matches, rule_matches)
 from heddle.settings import HookSettings, LoadedSettings, PermissionMode, SettingsFiles
-from heddle.tools.base import Tool, ToolContext
 
 Mode = PermissionMode
 MODES: tuple[Mode, ...] = ("default", "acceptEdits", "plan", "bypassPermissions")

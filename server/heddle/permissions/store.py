@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from heddle.atomic import write_atomic
-from heddle.permissions.rules import RuleKind
+from heddle.rules import RuleKind
 
 
 class SettingsWriteError(Exception):

@@ -2,7 +2,7 @@
 and keep it when Heddle itself saves a rule the user chose into a trusted file.
 
 How trust gates the settings is in `heddle.settings` (`load_settings`); where it is recorded,
-in `heddle.permissions.trust_store`.
+in `heddle.trust_store`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, TypeVar
 
-from heddle.permissions import trust_store
+from heddle import trust_store
 from heddle.settings import (SettingsFiles, parse_settings, project_settings_path, read_bytes,
                              read_file, user_settings_path, widening)
 

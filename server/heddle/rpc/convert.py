@@ -6,7 +6,7 @@ import msgspec
 
 import heddle_protocol as wire
 from heddle_protocol import events as wev
-from heddle.loop import events as core
+from heddle.core import events as core
 from heddle.loop.prompt import ContextItem
 from heddle.permissions.policy import PermissionPrompt, Rule
 from heddle.settings import Untrusted

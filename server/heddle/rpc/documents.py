@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
-if TYPE_CHECKING:
-    from heddle.rpc.server import HeddleServer
+from heddle.rpc.daemon import Daemon
 
 
 def _path(uri: str) -> Path | None:
@@ -23,7 +21,7 @@ def _path(uri: str) -> Path | None:
     return Path(os.path.realpath(fs)) if fs else None
 
 
-def register(server: HeddleServer) -> None:
+def register(server: Daemon) -> None:
     documents = server.sessions.documents
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

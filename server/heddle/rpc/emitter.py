@@ -30,7 +30,7 @@ import time
 from typing import Callable
 
 from heddle_protocol import events as wev
-from heddle.loop import events as core
+from heddle.core import events as core
 from heddle.rpc import convert
 from heddle.rpc.transport import PRESSURE, Pressure
 

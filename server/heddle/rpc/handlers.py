@@ -2,74 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any
 
-import anyio
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 import heddle_protocol as wire
-from heddle_protocol import ErrorCode, Kind, method
 from heddle_protocol.events import TurnEventParams
-from heddle.loop.events import TurnEnded
+from heddle.core.events import TurnEnded
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
-from heddle.settings import LoadedSettings
 from heddle.rpc import convert
+from heddle.rpc.daemon import Daemon
+from heddle.rpc.dispatch import handler
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.permissions import settings_for
-from heddle.rpc.protocol import RpcError
-from heddle.sessions.session import Session, SessionError, SessionOptions
+from heddle.sessions.session import Session, SessionOptions
 from heddle.sessions.turns import TurnRequest, compact_session, start_turn
-
-if TYPE_CHECKING:
-    from heddle.rpc.server import HeddleServer
+from heddle.settings import LoadedSettings
 
 log = logging.getLogger(__name__)
 
-_SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
-                  "workspace": ErrorCode.INVALID_WORKSPACE,
-                  "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
-                  "compact": ErrorCode.COMPACTION_FAILED}
 
 
-def _handler(server: HeddleServer, name: str, fn: Callable[[Any], Awaitable[Any]]):
-    """Register `fn` for `name`: validate params with the table's type, map every failure to a
-    clean JSON-RPC error."""
-    entry = method(name)
-
-    async def handle(params: Any) -> Any:
-        # Known until answered: pygls sends the answer from a done callback it added before
-        # this runs, so the discard below comes after it.
-        task = asyncio.current_task()
-        server.requests_running.add(task)
-        task.add_done_callback(server.requests_running.discard)
-        try:
-            typed = msgspec.convert({} if params is None else params, entry.params)
-        except msgspec.ValidationError as exc:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"invalid params for {name}: {exc}") from None
-        try:
-            result = await fn(typed)
-        except SessionError as exc:
-            raise RpcError(_SESSION_CODES[exc.kind], str(exc)) from None
-        except (JsonRpcException, anyio.get_cancelled_exc_class()):
-            raise
-        except Exception as exc:
-            log.exception("%s failed", name)
-            raise RpcError(ErrorCode.INTERNAL_ERROR,
-                           f"{name} failed inside the daemon: {type(exc).__name__}: {exc}") from None
-        if entry.kind is Kind.NOTIFICATION:
-            return None
-        return msgspec.to_builtins(result)
-
-    handle.__name__ = "handle_" + name.replace("/", "_")
-    server.feature(name)(handle)
-
-
-def register(server: HeddleServer) -> None:
+def register(server: Daemon) -> None:
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(params: Any) -> None:
         await server.cancel_all_turns()
@@ -160,18 +118,15 @@ def register(server: HeddleServer) -> None:
             log.info("cancelling turn %s (turn/cancel)", turn.id)
             turn.cancel()
 
-    _handler(server, "session/new", session_new)
-    _handler(server, "turn/start", turn_start)
-    _handler(server, "session/list", session_list)
-    _handler(server, "session/load", session_load)
-    _handler(server, "session/compact", session_compact)
-    _handler(server, "turn/cancel", turn_cancel)
-    from heddle.rpc import documents, permissions
-    for area in (documents, permissions):
-        area.register(server)
+    handler(server, "session/new", session_new)
+    handler(server, "turn/start", turn_start)
+    handler(server, "session/list", session_list)
+    handler(server, "session/load", session_load)
+    handler(server, "session/compact", session_compact)
+    handler(server, "turn/cancel", turn_cancel)
 
 
-def _asker(server: HeddleServer, session: Session, turn_id: str):
+def _asker(server: Daemon, session: Session, turn_id: str):
     async def ask(prompt: PermissionPrompt) -> PermissionAnswer:
         if not server.client_answers_permissions:
             return PermissionAnswer("reject", reason="the editor cannot answer permission "

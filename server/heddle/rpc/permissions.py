@@ -6,20 +6,17 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import heddle_protocol as wire
 from heddle_protocol import ErrorCode
 from heddle.permissions.policy import Rule, RuleError
 from heddle.permissions.trust import TrustMismatch, review_project, trust_project
-from heddle.permissions.trust_store import TrustWriteError
 from heddle.rpc import convert
+from heddle.rpc.daemon import Daemon
+from heddle.rpc.dispatch import handler
 from heddle.rpc.protocol import RpcError
 from heddle.settings import LoadedSettings, load_settings, project_settings_path
-
-if TYPE_CHECKING:
-    from heddle.rpc.server import HeddleServer
-
+from heddle.trust_store import TrustWriteError
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +28,7 @@ def _invalid(exc: RuleError) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {exc} - at `$.rule`")
 
 
-def settings_for(server: HeddleServer, workspace: str) -> LoadedSettings:
+def settings_for(server: Daemon, workspace: str) -> LoadedSettings:
     """The settings a session on `workspace` opens with. Project settings that are ignored for
     want of trust are announced with a `window/showMessage` warning, before the answer."""
     folder = Path(workspace)
@@ -42,9 +39,7 @@ def settings_for(server: HeddleServer, workspace: str) -> LoadedSettings:
     return loaded
 
 
-def register(server: HeddleServer) -> None:
-    from heddle.rpc.handlers import _handler
-
+def register(server: Daemon) -> None:
     async def rules_list(p: wire.RulesListParams) -> wire.RulesListResult:
         session = server.sessions.get(p.session_id)
         files = session.policy.files
@@ -90,7 +85,7 @@ def register(server: HeddleServer) -> None:
         return wire.WorkspaceTrustResult(
             settings_file=str(trusted.file), sha256=trusted.sha256, enables=trusted.enables)
 
-    _handler(server, "rules/list", rules_list)
-    _handler(server, "rules/add", rules_add)
-    _handler(server, "rules/revoke", rules_revoke)
-    _handler(server, "workspace/trust", workspace_trust)
+    handler(server, "rules/list", rules_list)
+    handler(server, "rules/add", rules_add)
+    handler(server, "rules/revoke", rules_revoke)
+    handler(server, "workspace/trust", workspace_trust)

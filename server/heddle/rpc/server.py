@@ -22,18 +22,19 @@ from pygls.lsp.server import LanguageServer
 
 import heddle
 from heddle import secret_env
-from heddle.envvars import number
 from heddle.context.windows import Limits, limits_for
+from heddle.core.stream import ModelCaller
+from heddle.envvars import number
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
-from heddle.model.types import ModelCaller
-from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.processes.reaper import REAPER
+from heddle.rpc import documents, handlers, permissions
+from heddle.rpc.boot import Boot, heddle_capabilities
+from heddle.rpc.protocol import HeddleProtocol, heddle_converter
+from heddle.rpc.transport import StdioTransport
 from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
+from heddle.sessions.session import SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps
-from heddle.rpc.protocol import HeddleProtocol, heddle_converter
-from heddle.rpc.boot import Boot, heddle_capabilities
-from heddle.rpc.transport import StdioTransport
-from heddle.tools.reaper import REAPER
 from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,8 @@ class HeddleServer(LanguageServer):
         self._background: set[asyncio.Task] = set()
         self.requests_running: set[asyncio.Task] = set()
         """Handlers of requests not yet answered (a stopping daemon lets them answer)."""
-        from heddle.rpc import handlers
-        handlers.register(self)
+        for area in (handlers, documents, permissions):
+            area.register(self)
 
     # -- state --------------------------------------------------------------------------------
     def model_for(self, model: str) -> ModelCaller:

@@ -7,13 +7,15 @@ from typing import Callable
 
 import anyio
 
-from heddle.loop import events as ev
+from heddle.core import events as ev
+from heddle.core.events import CoreEvent, Terminal, TerminalReason
+from heddle.core.messages import tool_uses, user_text
+from heddle.core.tools import CURRENT_CALL, ToolContext, ToolOutput
 from heddle.loop.deps import LoopDeps
-from heddle.loop.events import CoreEvent, Terminal, TerminalReason
-from heddle.loop.messages import tool_uses, user_text
-from heddle.loop.query import QueryParams, drive, query
+from heddle.loop.executor import Toolbox
+from heddle.loop.params import LoopConfig, LoopRuntime
+from heddle.loop.query import drive, query
 from heddle.tools.agent import AGENT_MAX_TURNS, AGENT_TOOLS
-from heddle.tools.base import CURRENT_CALL, ToolContext, ToolOutput
 
 AGENT_SYSTEM = """You are a research sub-agent of Heddle, a coding agent, working in the
 workspace {workspace}. You can read and search files but not change them or run commands.
@@ -24,9 +26,10 @@ FORWARDED = (ev.ToolCallStarted, ev.ToolCallInput, ev.ToolCallFinished, ev.Permi
              ev.PermissionAnswered, ev.Retry, ev.ErrorReport)
 
 
-def agent_runner(params: QueryParams, context: Callable[..., ToolContext],
-                 emit: Callable[[CoreEvent], None]):
-    """`run_agent(name, prompt)` for the Task tool of the query `params` describes."""
+def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
+                 context: Callable[..., ToolContext], emit: Callable[[CoreEvent], None]):
+    """`run_agent(name, prompt)` for the Task tool of the query that runs with `config`, `deps`
+    and `toolbox`: the same model, permissions and compactor, read-only tools."""
 
     async def run_agent(name: str, prompt: str) -> ToolOutput:
         call_id = CURRENT_CALL.get()
@@ -35,19 +38,16 @@ def agent_runner(params: QueryParams, context: Callable[..., ToolContext],
             if isinstance(event, FORWARDED):
                 emit(ev.AgentEvent(call_id, name, event))
 
-        tools = {n: t for n, t in params.tools.items() if n in AGENT_TOOLS}
+        tools = {n: t for n, t in toolbox.tools.items() if n in AGENT_TOOLS}
+        sub = LoopConfig(system=AGENT_SYSTEM.format(workspace=toolbox.ctx.workspace),
+                         model=config.model, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
+                         max_tokens=config.max_tokens, limits=config.limits)
+        seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
+                                             toolbox.permission_lock),
+                         deps.permissions, compactor=deps.compactor, new_id=deps.new_id)
         async with anyio.create_task_group() as tg:
-            sub = QueryParams(
-                messages=(user_text(prompt),),
-                system=AGENT_SYSTEM.format(workspace=params.tool_context.workspace),
-                model=params.model, tools=tools, tool_context=context(forward, None),
-                policy=params.policy, asker=params.asker,
-                deps=LoopDeps(params.deps.model, compactor=params.deps.compactor,
-                              new_id=params.deps.new_id),
-                task_group=tg, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
-                max_tokens=params.max_tokens, permission_lock=params.permission_lock,
-                limits=params.limits)
-            terminal = await drive(query(sub), forward)
+            terminal = await drive(query((user_text(prompt),), sub, seams,
+                                         LoopRuntime(tg, emit=forward)), forward)
         calls = sum(len(tool_uses(m)) for m in terminal.messages if m.role == "assistant")
         spent = terminal.usage.input_tokens + terminal.usage.output_tokens
         summary = f"{calls} tool call{'' if calls == 1 else 's'}, {spent:,} tokens"

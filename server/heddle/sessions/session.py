@@ -13,9 +13,9 @@ from typing import Callable
 
 import anyio
 
-from heddle.loop.messages import Message
+from heddle.core.messages import Message
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
-from heddle.permissions.rules import KINDS
+from heddle.rules import KINDS
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptWriter, read)
 from heddle.tools.documents import EditorDocuments

@@ -40,8 +40,8 @@ import msgspec
 
 from heddle_protocol import events as wev
 from heddle_protocol import types as wire
-from heddle.loop.events import Usage
-from heddle.loop.messages import (Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user,
+from heddle.core.events import Usage
+from heddle.core.messages import (Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user,
                                   missing_tool_results)
 from heddle.xdg import state_dir
 

@@ -14,28 +14,30 @@ from typing import Callable, Literal
 
 import anyio
 
-from heddle.context.compact import ModelCompactor
 from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
 from heddle.context.windows import Limits
-from heddle.loop.budget import parse_budget
-from heddle.loop.deps import LoopDeps, Outlet
-from heddle.loop.endings import INTERRUPTED
-from heddle.loop.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
+from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
                                 TerminalReason, ToolCallFinished, Usage)
+from heddle.core.messages import Block, Message, TextBlock, append_user
+from heddle.core.stream import ModelCaller
+from heddle.core.tools import Tool, ToolContext
+from heddle.loop.budget import parse_budget
+from heddle.loop.compact import ModelCompactor
+from heddle.loop.deps import LoopDeps
+from heddle.loop.endings import INTERRUPTED
+from heddle.loop.executor import Toolbox
 from heddle.loop.hooks import StopHooks
+from heddle.loop.params import LoopConfig, LoopRuntime, Outlet
+from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
+from heddle.loop.query import drive, query
 from heddle.permissions.hooks import HookRunner
+from heddle.permissions.policy import Asker
+from heddle.processes.environment import tool_env
 from heddle.sessions.agents import agent_runner
 from heddle.sessions.retention import tool_results_dir
-from heddle.sessions.stop_hooks import CommandStopHooks
-from heddle.loop.messages import Block, Message, TextBlock, append_user
-from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
-from heddle.loop.query import QueryParams, drive, query
-from heddle.model.types import ModelCaller
-from heddle.permissions.policy import Asker
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
+from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
-from heddle.tools.base import Tool, ToolContext
-from heddle.tools.environment import tool_env
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
@@ -130,25 +132,23 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         results_dir=tool_results_dir(sessions_dir()) / session.id,
                         run_agent=run_agent)
 
-                params = QueryParams(
-                    messages=messages,
+                toolbox = Toolbox(deps.tools, context(emit, None), asker,
+                                  session.permission_lock)
+                config = LoopConfig(
                     system=system_prompt(session.workspace, session.system_extra),
-                    model=session.model, tools=deps.tools, tool_context=context(emit, None),
-                    policy=session.policy, asker=asker,
-                    deps=LoopDeps(model, compactor=compactor, new_id=deps.new_id,
-                                  stop_hooks=stop_hooks_of(session)),
-                    task_group=tg, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
-                    max_tokens=deps.max_tokens, permission_lock=session.permission_lock,
-                    fallback_model=session.options.fallback_model,
+                    model=session.model, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
+                    max_tokens=deps.max_tokens, fallback_model=session.options.fallback_model,
                     token_budget=request.token_budget or parse_budget(request.prompt),
                     task_budget=request.task_budget,
                     thinking_budget=session.options.thinking_budget,
                     summary_model=session.options.summary_model,
-                    limits=deps.limits_for(session.model) if deps.limits_for else None,
-                    take_queued=take_queued, abort_reason=lambda: turn.abort_reason,
-                    outlet=outlet)
-                params.tool_context.run_agent = agent_runner(params, context, emit)
-                terminal = await drive(query(params), emit)
+                    limits=deps.limits_for(session.model) if deps.limits_for else None)
+                seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
+                                 new_id=deps.new_id, stop_hooks=stop_hooks_of(session))
+                run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
+                                  abort_reason=lambda: turn.abort_reason)
+                toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
+                terminal = await drive(query(messages, config, seams, run), emit)
         if terminal is None:  # cancelled before the loop could report
             tail = () if turn.abort_reason == "interrupt" else (TextBlock(INTERRUPTED),)
             if tail:

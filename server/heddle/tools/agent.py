@@ -11,7 +11,8 @@ from typing import Annotated, ClassVar
 
 import msgspec
 
-from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase
 
 AGENT_TOOLS = ("Read", "Grep", "Glob", "LS")
 AGENT_MAX_TURNS = 40

@@ -9,9 +9,10 @@ import anyio
 import msgspec
 
 from heddle.atomic import write_atomic
-from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.core.events import DiffPreview
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.files import read_text, replace_text, unified_diff
+from heddle.tools.base import ToolBase
 
 
 def _lines(text: str) -> str:

@@ -12,8 +12,9 @@ import anyio
 import msgspec
 
 from heddle.atomic import write_atomic
-from heddle.loop.events import DiffPreview
-from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.core.events import DiffPreview
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from heddle.tools.base import ToolError
+from heddle.core.tools import ToolError
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:

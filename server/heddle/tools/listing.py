@@ -11,7 +11,8 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import LIST_FILES, run_ripgrep
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from heddle.core.tools import Tool
 from heddle.tools.agent import Task
-from heddle.tools.base import Tool
 from heddle.tools.edits import MultiEdit, Write
 from heddle.tools.files import Edit, Read
 from heddle.tools.listing import LS, Glob

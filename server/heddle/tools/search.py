@@ -13,7 +13,8 @@ from typing import Annotated, ClassVar, Literal
 import anyio
 import msgspec
 
-from heddle.tools.base import ToolBase, ToolContext, ToolError, ToolOutput
+from heddle.core.tools import ToolContext, ToolError, ToolOutput
+from heddle.tools.base import ToolBase
 
 
 def ripgrep() -> str:

@@ -1,52 +1,31 @@
 """Bash: a shell command in its own process group, with a timeout and an output cap.
 
-`open_group` and `reap` are the one way to run a command (Bash here, hooks too): in a session
-and process group of its own, registered with the reaper, so the whole group dies however the
-command ends — finished, timed out, cancelled, or the daemon killed.
+The command runs through `heddle.processes.groups` (`open_group`, `reap`), as hooks do, so its
+whole group dies however it ends.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from typing import Annotated, ClassVar
 
 import anyio
 import msgspec
 
-from heddle.loop.events import CommandPreview
-from heddle.permissions.rules import bash_rule_for
-from heddle.tools.base import ToolBase, ToolContext, ToolOutput, cap
-from heddle.tools.environment import tool_env
-from heddle.tools.reaper import REAPER
+from heddle.core.events import CommandPreview
+from heddle.core.tools import ToolContext, ToolOutput
+from heddle.processes.environment import tool_env
+from heddle.processes.groups import open_group, reap
+from heddle.rules import bash_rule_for
+from heddle.tools.base import ToolBase, cap
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
-KILL_GRACE = 2.0
 
 
 class BashInput(msgspec.Struct, forbid_unknown_fields=True):
     command: Annotated[str, msgspec.Meta(min_length=1, description="The shell command to run")]
     timeout: Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT, description="Seconds before the command is killed (default 120)")] = DEFAULT_TIMEOUT
-
-
-async def kill_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the whole process group, then SIGKILL after a grace period. Never hangs."""
-    with anyio.CancelScope(shield=True):
-        for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, KILL_GRACE)):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                break
-            with anyio.move_on_after(wait):
-                await process.wait()
-                # the leader is gone; make sure nothing else of its group survives
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                break
 
 
 class HeadTail:
@@ -74,32 +53,6 @@ class HeadTail:
         if not self.dropped:
             return head + tail
         return f"{head}\n\n[... {self.dropped} bytes omitted ...]\n\n{tail}"
-
-
-async def open_group(command: list[str], env: dict[str, str] | None,
-                     **kwargs) -> anyio.abc.Process:
-    """Start `command` (with `env`; None: the daemon's) as the leader of a new session and
-    process group that the reaper kills if the daemon dies; release it with `reap`."""
-    REAPER.start()
-    process = await anyio.open_process(command, env=REAPER.env(env), start_new_session=True,
-                                       **kwargs)
-    REAPER.watch(process.pid)
-    return process
-
-
-async def reap(process: anyio.abc.Process) -> None:
-    """However a command ended: kill its whole group (the command if it still runs, its stray
-    background children if not), then release the process. Shielded, never hangs."""
-    if process.returncode is None:
-        await kill_group(process)
-    else:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    REAPER.forget(process.pid)  # the group is dead: its number may be reused from here on
-    with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE):
-        await process.aclose()
 
 
 class Bash(ToolBase):

@@ -6,8 +6,9 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
-from heddle.loop.events import TodoItem, TodoUpdate
-from heddle.tools.base import ToolBase, ToolContext, ToolOutput
+from heddle.core.events import TodoItem, TodoUpdate
+from heddle.core.tools import ToolContext, ToolOutput
+from heddle.tools.base import ToolBase
 
 
 class TodoInput(msgspec.Struct, forbid_unknown_fields=True):

@@ -10,7 +10,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle.loop.messages import Message, ToolResultBlock
+from heddle.core.messages import Message, ToolResultBlock
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):

@@ -5,26 +5,31 @@ boundary) → PreToolUse hooks → rules and mode → ask the editor if needed �
 hooks. Concurrency-safe calls start as soon as their block is complete, unless an
 unsafe call came before them; unsafe calls wait for the response to end and run one at a time.
 Results are returned in request order, and every call gets one, cancelled or not.
+
+`Toolbox` is the loop's `ToolRunner` over this executor: a turn's tools, the context they run
+with, and how to ask the editor; it opens one `ToolExecutor` per model response.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import anyio
 import anyio.abc
 import msgspec
 
-from heddle.loop.events import PermissionAnswered, PermissionAsked, ToolCallFinished
-from heddle.loop.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.events import CoreEvent, PermissionAnswered, PermissionAsked, ToolCallFinished
+from heddle.core.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.tools import CURRENT_CALL, Tool, ToolContext, ToolError
+from heddle.loop.deps import PermissionDecider
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
-from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPolicy, PermissionPrompt,
-                                       Rule, RuleError, SettingsWriteError)
-from heddle.permissions.rules import RuleScope
-from heddle.tools.base import CURRENT_CALL, Tool, ToolContext, ToolError, budget_result
+from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPrompt, Rule, RuleError,
+                                       SettingsWriteError)
+from heddle.rules import RuleScope
+from heddle.tools.base import budget_result, schema_of
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +51,7 @@ class _Call:
 class ToolExecutor:
     tools: dict[str, Tool]
     ctx: ToolContext
-    policy: PermissionPolicy
+    policy: PermissionDecider
     asker: Asker
     task_group: anyio.abc.TaskGroup
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -62,6 +67,10 @@ class ToolExecutor:
 
     def __post_init__(self) -> None:
         self._idle.set()
+
+    @property
+    def blocks(self) -> Sequence[ToolUseBlock]:
+        return [c.block for c in self.calls]
 
     def begin(self, block_id: str, tool: str) -> None:
         """A tool_use block started in the stream; `add` follows once its input is complete."""
@@ -87,6 +96,28 @@ class ToolExecutor:
     def results(self, missing: str) -> tuple[ToolResultBlock, ...]:
         """One result per call in request order; calls without one get `missing` as an error."""
         return tuple(c.result or ToolResultBlock(c.block.id, missing, True) for c in self.calls)
+
+    def title(self, block: ToolUseBlock) -> str:
+        tool = self.tools.get(block.name)
+        if tool is None:
+            return block.name
+        try:
+            return tool.title(msgspec.convert(block.input, tool.input_type), self.ctx)
+        except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
+            return block.name
+
+    def discard(self, why: str) -> list[CoreEvent]:
+        """Queued calls never run (started read-only ones finish on their own and their results
+        are ignored), and a call whose input was still streaming is finished too, so every
+        `ToolCallStarted` gets its `ToolCallFinished`."""
+        self._queued.clear()
+        events: list[CoreEvent] = [
+            ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
+            for c in self.calls if not c.started and c.result is None]
+        if self.streaming is not None:
+            events.append(ToolCallFinished(*self.streaming, "cancelled", f"not run: {why}"))
+            self.streaming = None
+        return events
 
     def _start(self, call: _Call) -> None:
         call.started = True
@@ -251,3 +282,22 @@ class _InvalidInput(Exception):
     def __init__(self, message: str, detail: str):
         super().__init__(message)
         self.detail = detail
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    """A turn's `ToolRunner`: its tools, what they run with, and how to ask the editor."""
+
+    tools: dict[str, Tool]
+    ctx: ToolContext
+    asker: Asker
+    permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """One permission prompt at a time per session (sub-agents share their parent's)."""
+
+    def schemas(self) -> tuple[dict[str, Any], ...]:
+        return tuple(schema_of(t) for t in self.tools.values())
+
+    def batch(self, task_group: anyio.abc.TaskGroup,
+              permissions: PermissionDecider) -> ToolExecutor:
+        return ToolExecutor(self.tools, self.ctx, permissions, self.asker, task_group,
+                            self.permission_lock)

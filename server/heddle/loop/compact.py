@@ -7,11 +7,18 @@ from pathlib import Path
 
 import anyio
 
+from heddle.context.compactor import CompactResult
+from heddle.context.pipeline import CONTINUATION
 from heddle.context.windows import estimate_tokens
-from heddle.loop.deps import CompactResult, LoopDeps
-from heddle.loop.events import Terminal, TerminalReason
-from heddle.loop.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
-from heddle.model.types import ModelCaller
+from heddle.core.events import Terminal, TerminalReason
+from heddle.core.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
+from heddle.core.stream import ModelCaller
+from heddle.core.tools import ToolContext
+from heddle.loop.deps import LoopDeps
+from heddle.loop.executor import Toolbox
+from heddle.loop.params import LoopConfig, LoopRuntime
+from heddle.loop.query import drive, query
+from heddle.permissions.policy import PermissionPolicy
 
 SUMMARY_SYSTEM = ("You write the working notes that let a coding agent continue a task after its "
                   "conversation history is cleared. Be specific and complete; no preamble.")
@@ -24,10 +31,6 @@ Include, under these headings:
 5. Errors and fixes.
 6. Next step: exactly what to do next.
 Answer with the summary only."""
-CONTINUATION = ("This session continues an earlier conversation that was summarised to save "
-                "space. The summary:\n\n{summary}")
-
-
 RESUME = "Continue the task from the next step in the summary."
 
 
@@ -45,20 +48,14 @@ class ModelCompactor:
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
         model = self.compact_model or model
-        from heddle.loop.query import QueryParams, drive, query
-        from heddle.permissions.policy import PermissionPolicy
-        from heddle.tools.base import ToolContext
-
         before = estimate_tokens(to_api(messages))
         request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
+        config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact", max_turns=1,
+                            max_tokens=self.max_tokens)
+        seams = LoopDeps(self.model, NO_TOOLS, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:
-            params = QueryParams(
-                messages=request, system=SUMMARY_SYSTEM, model=model, tools={},
-                tool_context=ToolContext(workspace=Path.cwd()),  # no tools: nothing runs
-                policy=PermissionPolicy(mode="plan"), asker=_no_asking,
-                deps=LoopDeps(self.model), task_group=tg, source="compact", max_turns=1,
-                max_tokens=self.max_tokens)
-            terminal: Terminal = await drive(query(params), lambda ev: None)
+            terminal: Terminal = await drive(query(request, config, seams, LoopRuntime(tg)),
+                                             lambda ev: None)
         if terminal.reason is not TerminalReason.COMPLETED or not terminal.text.strip():
             detail = terminal.error.message if terminal.error else terminal.reason.value
             raise CompactError(f"compaction failed: {detail}")
@@ -79,3 +76,7 @@ def _last_prompt(messages: tuple[Message, ...]) -> Message | None:
 
 async def _no_asking(prompt):
     raise RuntimeError("compaction runs no tools")
+
+
+NO_TOOLS = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)
+"""Compaction's query offers the model no tools, so nothing runs and nobody is asked."""

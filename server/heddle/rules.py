@@ -2,7 +2,7 @@
 
 Patterns depend on the tool. Bash: `Bash(git status)` is that command, `Bash(git status:*)` any
 command starting with those words; a command line is read with a bash parser
-(`heddle.permissions.commands`), and allow rules must cover every command it runs. Tools with a
+(`heddle.commands`), and allow rules must cover every command it runs. Tools with a
 path: a glob (wcmatch) over the resolved absolute path, relative to the workspace unless it
 starts with `/` or `~` (`Edit(src/**)`, `Read(~/.ssh/**)`); `**` spans folders, `*` and `?`
 stay inside one. A rule named `Edit` covers every tool that edits files, `Read` every tool that
@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from heddle.permissions.commands import RUNNERS, SHELLS, analyse, reachable, spellings
+from heddle.commands import RUNNERS, SHELLS, analyse, reachable, spellings
 
 RuleKind = Literal["allow", "deny", "ask"]
 RuleScope = Literal["session", "project", "user"]

@@ -6,8 +6,8 @@ from typing import Any, AsyncIterator, Protocol, Union
 
 import msgspec
 
-from heddle.loop.events import ErrorInfo, Retry, Usage
-from heddle.loop.messages import Block, Message
+from heddle.core.events import ErrorInfo, Retry, Usage
+from heddle.core.messages import Block, Message
 
 
 class ModelRequest(msgspec.Struct, frozen=True):

@@ -1,0 +1,123 @@
+"""The Tool interface: what a tool is, what it runs with, and what it returns.
+
+Every layer that handles tools shares these: the tools implement them, permissions decide on
+them, the loop runs them. Implementations and their helpers are in `heddle.tools`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Any, Callable, ClassVar, Protocol
+
+import msgspec
+
+from heddle.core.events import CoreEvent, Preview
+
+
+CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("heddle_tool_call", default="")
+"""The id of the tool call the current task runs (set by the executor)."""
+
+
+class ToolError(Exception):
+    """A failure the model should read as an error tool result (not a daemon error)."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: str
+    summary: str
+    is_error: bool = False
+    diff: str | None = None
+
+
+class EditorBuffers(Protocol):
+    """What the editor holds open (LSP document sync)."""
+
+    def unsaved(self, path: Path) -> bool:
+        """Whether the editor's text of `path` differs from the file on disk."""
+        ...
+
+
+def _nowhere_else(tool: str, path: Path) -> bool:
+    return False
+
+
+@dataclass
+class ToolContext:
+    workspace: Path
+    emit: Callable[[CoreEvent], None] = lambda event: None
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment for processes tools start (secrets already removed)."""
+    session_id: str = ""
+    documents: EditorBuffers | None = None
+    """The editor's open documents; None: the client does not sync documents."""
+    outside_allowed: Callable[[str, Path], bool] = _nowhere_else
+    """Whether a permission rule lets tool `name` use `path` outside the workspace."""
+    results_dir: Path | None = None
+    """Where this session's over-long tool results are saved in full; Read may read what is in
+    it, though it is outside the workspace. None: not saved."""
+    run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
+    """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
+    (they cannot start their own)."""
+
+    def resolve(self, raw: str, tool: str = "") -> Path:
+        """An absolute, symlink-free path inside the workspace (or one a rule allows `tool` to
+        use), else ToolError."""
+        if "\0" in raw:  # the OS refuses such a path; say so instead of failing inside the tool
+            raise ToolError(f"{raw!r} cannot be used: a path cannot contain a NUL character")
+        path = Path(os.path.expanduser(raw))
+        if not path.is_absolute():
+            path = self.workspace / path
+        try:
+            resolved = path.resolve()
+        except (RuntimeError, OSError):  # RuntimeError: Python < 3.13's "Symlink loop from"
+            raise ToolError(f"{raw} cannot be used: its symbolic links form a loop") from None
+        root = self.workspace.resolve()
+        # this session's saved results only: not other sessions', not their transcripts
+        saved = (tool == "Read" and self.results_dir is not None
+                 and self.results_dir.resolve() in resolved.parents)
+        if resolved != root and root not in resolved.parents and not saved \
+                and not self.outside_allowed(tool, resolved):
+            raise ToolError(f"{raw} is outside the workspace {root}; only files inside it "
+                            "can be used (a permission rule in the user's settings can allow "
+                            "other paths)")
+        return resolved
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.workspace.resolve()))
+        except ValueError:
+            return str(path)
+
+    def check_unsaved(self, path: Path) -> None:
+        """ToolError if the editor holds unsaved changes to `path` (they would be clobbered)."""
+        if self.documents is not None and self.documents.unsaved(path):
+            raise ToolError(f"{self.relative(path)} has unsaved changes in the editor, so it was "
+                            "not changed: writing it would overwrite them. Ask the user to save "
+                            "or discard their changes, then read the file again and retry.")
+
+
+class Tool(Protocol):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_type: ClassVar[type[msgspec.Struct]]
+    concurrency_safe: ClassVar[bool]
+    read_only: ClassVar[bool]
+    max_result_chars: ClassVar[int]
+
+    def title(self, inp: Any, ctx: ToolContext) -> str: ...
+
+    def normalise(self, inp: Any, ctx: ToolContext) -> Any:
+        """Resolve paths (raises ToolError); the result is what permission rules see."""
+        ...
+
+    async def preview(self, inp: Any, ctx: ToolContext) -> Preview | None: ...
+
+    def rule_for(self, inp: Any, ctx: ToolContext) -> str:
+        """The rule "allow always" would save for this call."""
+        ...
+
+    async def run(self, inp: Any, ctx: ToolContext) -> ToolOutput: ...

@@ -1,0 +1,61 @@
+"""The values the parts of the loop hand each other: what a query runs with (`Query`), what a
+model call produced (`Call`), and the state after it (`Onward`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heddle.context.windows import Limits
+from heddle.core.events import ErrorInfo, Usage
+from heddle.core.messages import Block, TextBlock
+from heddle.loop.deps import LoopDeps, ToolBatch
+from heddle.loop.params import LoopConfig, LoopRuntime
+from heddle.loop.state import LoopState
+from heddle.loop.summaries import Background
+
+
+@dataclass(frozen=True)
+class Query:
+    """One call of `query()`: its configuration, seams and runtime, and what is worked out
+    from them once at entry."""
+
+    config: LoopConfig
+    deps: LoopDeps
+    run: LoopRuntime
+    limits: Limits
+    tool_schemas: tuple[dict, ...]
+    background: Background
+
+
+class Response:
+    """What one streamed model response has produced so far."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.partial_text: list[str] = []
+        self.stop_reason: str | None = None
+        self.usage = Usage()
+
+    def with_partial(self) -> list[Block]:
+        text = "".join(self.partial_text)
+        return self.blocks + ([TextBlock(text)] if text else [])
+
+
+@dataclass(frozen=True)
+class Call:
+    """A model call of this iteration, as it ended."""
+
+    status: str
+    """`ok`, `aborted` (cancelled while streaming) or `failed`."""
+    response: Response
+    batch: ToolBatch
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class Onward:
+    """Carry on with the next step of this iteration."""
+
+    state: LoopState
+    call: Call | None = None
+    """The iteration's model call, once it was made."""

@@ -1,0 +1,86 @@
+"""What a query runs with besides its seams: the frozen configuration, and the runtime handles
+of this one call (its task group, where out-of-band events go, the turn's queued prompts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, runtime_checkable
+
+import anyio.abc
+
+from heddle.context.pipeline import PipelineSettings
+from heddle.context.windows import Limits
+from heddle.core.events import CoreEvent
+from heddle.core.messages import Block
+
+ESCALATED_MAX_TOKENS = 64_000
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Fixed for the whole query; never re-read while it runs."""
+
+    system: str
+    model: str
+    source: str = "editor"
+    """`editor`, `agent:<name>` for sub-agents, `compact` for compaction."""
+    max_turns: int = 100
+    max_tokens: int = 8192
+    escalated_max_tokens: int = ESCALATED_MAX_TOKENS
+    fallback_model: str | None = None
+    token_budget: int | None = None
+    """Keep working until this many output tokens (a `+500k` request); None: off."""
+    task_budget: int | None = None
+    """Hard cap on input+output tokens of the whole query; None: off."""
+    thinking_budget: int | None = None
+    summary_model: str | None = None
+    """Cheap model that labels each tool batch in the background; None: off."""
+    limits: Limits | None = None
+    """None: the model's own (`limits_for`)."""
+    pipeline: PipelineSettings = PipelineSettings()
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.source.startswith("agent:")
+
+
+@runtime_checkable
+class Outlet(Protocol):
+    """Where a turn's events go, when it can say that its reader is not keeping up.
+
+    While `behind` is true after an event, the model call waits for `writable()` before it
+    reads on, so the model's stream stops being read (its connection's window fills and the
+    server waits) and what the daemon holds for a stalled editor stops growing. The wait is
+    inside the model call, so a cancel during it ends the call like any other cancel: what was
+    streamed is kept and every tool call gets a result.
+    """
+
+    @property
+    def behind(self) -> bool: ...
+
+    async def writable(self) -> None: ...
+
+
+def _nobody(event: CoreEvent) -> None:
+    pass
+
+
+def _no_abort_reason() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class LoopRuntime:
+    """The handles of this one call of `query()`."""
+
+    task_group: anyio.abc.TaskGroup
+    """Where tool calls and background work run; owned by the caller so the generator never
+    yields inside it."""
+    emit: Callable[[CoreEvent], None] = _nobody
+    """Where events from background work go (tool summaries), outside the generator."""
+    outlet: Outlet | None = None
+    """Where the events go, if it can ask the turn to pause while its reader is behind."""
+    take_queued: Callable[[], tuple[Block, ...]] | None = None
+    """Prompts queued while the turn runs; they join at the next iteration boundary."""
+    abort_reason: Callable[[], str | None] = _no_abort_reason
+    """After a cancel: "interrupt" when a new prompt replaced the turn (no interruption note)."""

@@ -162,8 +162,10 @@ class Run:
 
 async def run_query(workspace: Path, model: ScriptedModel, messages: tuple[Message, ...] = (),
                     *, tools: dict | None = None, abort_reason: str | None = None,
-                    scope: anyio.CancelScope | None = None, **seams_and_config: Any) -> Run:
-    """Run one query to its Terminal, inside `scope` if given (a test may cancel it)."""
+                    scope: anyio.CancelScope | None = None,
+                    permissions: PermissionPolicy | None = None, **seams_and_config: Any) -> Run:
+    """Run one query to its Terminal, inside `scope` if given (a test may cancel it). Tools
+    run unasked (`bypassPermissions`) unless `permissions` says otherwise."""
     events: list[CoreEvent] = []
     config_fields = {k: v for k, v in seams_and_config.items()
                      if k in LoopConfig.__dataclass_fields__}
@@ -171,7 +173,8 @@ async def run_query(workspace: Path, model: ScriptedModel, messages: tuple[Messa
     config = LoopConfig(system="You are tested.", model="main-model", **config_fields)
     toolbox = Toolbox(builtin_tools() if tools is None else tools,
                       ToolContext(workspace, emit=events.append), _never_asked)
-    deps = LoopDeps(model, toolbox, PermissionPolicy(mode="bypassPermissions"), **seams)
+    deps = LoopDeps(model, toolbox, permissions or PermissionPolicy(mode="bypassPermissions"),
+                    **seams)
     terminal = None
     with scope or anyio.CancelScope():
         async with anyio.create_task_group() as tg:

@@ -10,6 +10,7 @@ from heddle.core.events import MessageFinal, TerminalReason, ToolCallFinished
 from heddle.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from heddle.loop.endings import CANCELLED_RESULT, INTERRUPTED
 from heddle.loop.hooks import StopHookOutcome
+from heddle.permissions.policy import PermissionPolicy
 
 from loop.fakes import (Hang, Hold, ListedStopHooks, ScriptedModel, run_query, text, tool)
 
@@ -24,6 +25,15 @@ async def test_tool_results_go_round_to_the_model(tmp_path):
     assert isinstance(result, ToolResultBlock) and "remember the milk" in result.content
     assert model.requests[0].tools and {t["name"] for t in model.requests[0].tools} >= {"Read"}
     assert run.terminal.usage.output_tokens == 20  # both calls count
+
+
+async def test_the_permission_decider_passed_in_decides_every_call(tmp_path):
+    model = ScriptedModel(tool("Write", path="x.txt", content="x"), text("I could not."))
+    run = await run_query(tmp_path, model, permissions=PermissionPolicy(mode="plan"))
+    result = model.requests[1].messages[-1].content[0]
+    assert result.is_error and "not available in plan mode" in result.content
+    assert not (tmp_path / "x.txt").exists()
+    assert [f.status for f in run.of(ToolCallFinished)] == ["rejected"]
 
 
 async def test_the_guards_stop_before_a_model_call(tmp_path):

@@ -52,7 +52,8 @@ class ModelCompactor:
         request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
         config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact", max_turns=1,
                             max_tokens=self.max_tokens)
-        seams = LoopDeps(self.model, NO_TOOLS, PermissionPolicy(mode="plan"))
+        no_tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
+        seams = LoopDeps(self.model, no_tools, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:
             terminal: Terminal = await drive(query(request, config, seams, LoopRuntime(tg)),
                                              lambda ev: None)
@@ -76,7 +77,3 @@ def _last_prompt(messages: tuple[Message, ...]) -> Message | None:
 
 async def _no_asking(prompt):
     raise RuntimeError("compaction runs no tools")
-
-
-NO_TOOLS = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)
-"""Compaction's query offers the model no tools, so nothing runs and nobody is asked."""

@@ -1,13 +1,18 @@
-"""The values the parts of the loop hand each other: what a query runs with (`Query`), what a
-model call produced (`Call`), and the state after it (`Onward`)."""
+"""The values the loop's steps hand each other: what a query runs with (`Query`), what a model
+call produced (`Call`), and how each step ends (`Onward`, `Again`, `Stop`).
+
+A step is an async generator: it yields core events, and last one outcome. `Onward` carries on
+with the next step of the iteration, `Again` goes round with a new state (its `transition` says
+why), `Stop` ends the query with a Terminal.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from heddle.context.windows import Limits
-from heddle.core.events import ErrorInfo, Usage
-from heddle.core.messages import Block, TextBlock
+from heddle.core.events import ErrorInfo, TerminalReason, Usage
+from heddle.core.messages import Block, Message, TextBlock
 from heddle.loop.deps import LoopDeps, ToolBatch
 from heddle.loop.params import LoopConfig, LoopRuntime
 from heddle.loop.state import LoopState
@@ -59,3 +64,25 @@ class Onward:
     state: LoopState
     call: Call | None = None
     """The iteration's model call, once it was made."""
+
+
+@dataclass(frozen=True)
+class Again:
+    """Go round again with `state`."""
+
+    state: LoopState
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End the query: the Terminal's facts (its usage is `state.usage`)."""
+
+    state: LoopState
+    reason: TerminalReason
+    messages: tuple[Message, ...]
+    text: str = ""
+    error: ErrorInfo | None = None
+
+
+Outcome = Onward | Again | Stop
+OUTCOMES = (Onward, Again, Stop)

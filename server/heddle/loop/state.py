@@ -1,4 +1,8 @@
-"""Loop state: one frozen value per iteration, rebuilt whole at every `continue` point."""
+"""Loop state: one frozen value per iteration, rebuilt whole at every `continue` point.
+
+The transitions are pure functions from one state to the next, one per continue reason; the
+steps (`heddle.loop.steps`) pick which one applies and with what messages.
+"""
 
 from __future__ import annotations
 
@@ -86,3 +90,42 @@ def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
         usage=state.usage,
         calls=state.calls,
     )
+
+
+def collapse_retry(state: LoopState, messages: tuple[Message, ...]) -> LoopState:
+    """The prompt was too long and its older rounds were collapsed: send it again (once)."""
+    return rebuilt(state, ContinueReason.COLLAPSE_DRAIN_RETRY, messages=messages,
+                   has_attempted_collapse_drain=True, context_base=(0, 0))
+
+
+def compact_retry(state: LoopState, messages: tuple[Message, ...]) -> LoopState:
+    """The prompt was too long and all of it was compacted: send it again (once; a collapse
+    is not tried after it)."""
+    return rebuilt(state, ContinueReason.REACTIVE_COMPACT_RETRY, messages=messages,
+                   has_attempted_reactive_compact=True, has_attempted_collapse_drain=True,
+                   context_base=(0, 0))
+
+
+def escalate(state: LoopState, max_tokens: int) -> LoopState:
+    """The answer was cut off by the output limit: ask the same again with a higher one."""
+    return rebuilt(state, ContinueReason.MAX_OUTPUT_TOKENS_ESCALATE,
+                   max_output_tokens_override=max_tokens)
+
+
+def nudge_on(state: LoopState, messages: tuple[Message, ...]) -> LoopState:
+    """The answer was cut off again: keep its text and ask the model to continue."""
+    return rebuilt(state, ContinueReason.MAX_OUTPUT_TOKENS_RECOVERY, messages=messages,
+                   max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1)
+
+
+def stop_hook_retry(state: LoopState, messages: tuple[Message, ...]) -> LoopState:
+    """A stop hook sent the model back to work (its hooks do not run again this turn)."""
+    return rebuilt(state, ContinueReason.STOP_HOOK_BLOCKING, messages=messages,
+                   stop_hook_active=True, turn_count=state.turn_count + 1)
+
+
+def budget_retry(state: LoopState, messages: tuple[Message, ...],
+                 tracker: BudgetTracker) -> LoopState:
+    """The token budget is not spent yet: keep working."""
+    return rebuilt(state, ContinueReason.TOKEN_BUDGET_CONTINUATION, messages=messages,
+                   budget=tracker, turn_count=state.turn_count + 1)

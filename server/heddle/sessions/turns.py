@@ -134,15 +134,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 
                 toolbox = Toolbox(deps.tools, context(emit, None), asker,
                                   session.permission_lock)
-                config = LoopConfig(
-                    system=system_prompt(session.workspace, session.system_extra),
-                    model=session.model, max_turns=request.max_turns or DEFAULT_MAX_TURNS,
-                    max_tokens=deps.max_tokens, fallback_model=session.options.fallback_model,
-                    token_budget=request.token_budget or parse_budget(request.prompt),
-                    task_budget=request.task_budget,
-                    thinking_budget=session.options.thinking_budget,
-                    summary_model=session.options.summary_model,
-                    limits=deps.limits_for(session.model) if deps.limits_for else None)
+                config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
                                  new_id=deps.new_id, stop_hooks=stop_hooks_of(session))
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
@@ -170,6 +162,18 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
+    """What a turn's query runs with: the session's model and options, the request's limits."""
+    return LoopConfig(
+        system=system_prompt(session.workspace, session.system_extra), model=session.model,
+        max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
+        fallback_model=session.options.fallback_model,
+        token_budget=request.token_budget or parse_budget(request.prompt),
+        task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
+        summary_model=session.options.summary_model,
+        limits=deps.limits_for(session.model) if deps.limits_for else None)
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:

@@ -20,8 +20,6 @@ from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScop
 from heddle.permissions.protected import NOTE, protected
 from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
 from heddle.permissions.trust import rewrite_project
-from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope,
-                                      check_rule, covers, parse_rule, path_matches, rule_matches)
 from heddle.settings import HookSettings, LoadedSettings, PermissionMode, SettingsFiles
 
 Mode = PermissionMode

@@ -28,6 +28,7 @@ import msgspec
 
 from heddle import trust_store
 from heddle.rules import RuleError, check_rule
+from heddle.regular import read_regular
 from heddle.xdg import config_dir
 
 log = logging.getLogger(__name__)
@@ -161,9 +162,13 @@ def load_settings(workspace: Path | None, environ: Mapping[str, str] | None = No
     return LoadedSettings(merge(user, project), user, project, files, warnings, untrusted)
 
 
+SETTINGS_LIMIT = 1 << 20
+"""Bytes a settings file may hold: more is not a settings file (`/dev/zero` behind a link)."""
+
+
 def read_bytes(path: Path, warnings: list[str]) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_regular(path, SETTINGS_LIMIT)  # a pipe or a device would never end
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -13,7 +13,8 @@ from typing import TextIO
 
 from heddle import trust_store
 from heddle.permissions.trust import TrustMismatch, review_project, trust_project
-from heddle.settings import SettingsFiles, project_settings_path, user_settings_path
+from heddle.regular import read_regular
+from heddle.settings import SETTINGS_LIMIT, SettingsFiles, project_settings_path, user_settings_path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, stdin: TextIO = sys.
     for line in review.enables:
         print(f"  - {line}", file=out)
     try:
-        shown = review.file.read_bytes()
+        shown = read_regular(review.file, SETTINGS_LIMIT)
     except OSError as exc:
         print(f"heddle: cannot read {review.file}: {exc}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import tomllib
 from pathlib import Path
 
@@ -113,6 +114,25 @@ comand = "typo"
                      "permissions.mode:", "permissions.allow[1]: Expected `str`",
                      "'Edit(' is not a rule", "hooks.PreToolUse[1]:"):
         assert fragment in text
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge"])
+def test_a_settings_file_that_is_no_file_is_a_warning_and_never_waits(env, ws, kind):
+    path = project_settings_path(ws)
+    path.parent.mkdir()
+    if kind == "fifo":  # reading it would wait for a writer, forever
+        os.mkfifo(path)
+    elif kind == "dev-zero":  # a symlink a cloned repository can carry; it never ends
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(b"# " + b"x" * (2 << 20) + b"\n")
+    loaded = load_settings(ws, env)
+    assert loaded.settings == Settings()
+    (warning,) = loaded.warnings
+    assert warning.startswith(f"cannot read {path}") and "using the defaults" in warning
+    assert ("named pipe", "device", "larger than")[["fifo", "dev-zero", "huge"].index(kind)] \
+        in warning
 
 
 def test_a_section_of_the_wrong_type_is_ignored(env, ws):

@@ -133,6 +133,18 @@ async def test_new_files_get_the_mode_the_umask_gives(ctx):
         assert stat.S_IMODE(os.stat(ctx.workspace / name).st_mode) == 0o644, name
 
 
+@pytest.mark.timeout(10)
+async def test_pipes_and_devices_are_refused_never_waited_on(ctx):
+    os.mkfifo(ctx.workspace / "pipe")  # opening it for reading would wait for a writer
+    (ctx.workspace / "zero").symlink_to("/dev/zero")
+    with pytest.raises(ToolError, match="is a named pipe, not a file"):
+        await run(Read(), ctx, path="pipe")
+    with pytest.raises(ToolError, match="is a named pipe, not a file"):
+        await run(Edit(), ctx, path="pipe", old_string="a", new_string="b")
+    with pytest.raises(ToolError, match="is outside the workspace"):  # the link leads out
+        await run(Read(), ctx, path="zero")
+
+
 async def test_write_errors(ctx):
     with pytest.raises(ToolError, match="is a folder"):
         await run(Write(), ctx, path=".", content="x")

@@ -12,6 +12,7 @@ import anyio
 import msgspec
 
 from heddle.atomic import write_atomic
+from heddle.regular import NotRegularFile, open_regular, read_regular
 from heddle.core.events import DiffPreview
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
@@ -48,9 +49,11 @@ class Read(ToolBase):
         if path.is_dir():
             raise ToolError(f"{inp.path} is a folder, not a file; use LS to list it")
         try:
-            raw = path.open("rb", buffering=1 << 16)
+            raw = open_regular(path, buffering=1 << 16)  # never a pipe or a device: they block
         except FileNotFoundError:
             raise ToolError(f"{inp.path} does not exist") from None
+        except NotRegularFile as exc:
+            raise ToolError(f"cannot read {exc}; Read shows files only") from None
         except OSError as exc:
             raise ToolError(f"cannot read {inp.path}: {exc.strerror}") from None
         budget = self.max_result_chars - 500
@@ -98,11 +101,11 @@ def unified_diff(path: str, before: str, after: str) -> str:
 def read_text(path: Path) -> str | None:
     """The file's text exactly as stored (line endings kept); None if it does not exist."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise ToolError(f"{path} is a folder, not a file") from None
+    except NotRegularFile as exc:
+        raise ToolError(str(exc)) from None
     except OSError as exc:
         raise ToolError(f"cannot read {path}: {exc.strerror}") from None
     try:

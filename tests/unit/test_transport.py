@@ -4,7 +4,8 @@ import asyncio
 import os
 import threading
 
-from heddle.rpc.transport import FdReader, ParseError, StdioTransport, frame
+from heddle.rpc.framing import BadInput, FdReader
+from heddle.rpc.transport import StdioTransport, frame
 
 
 async def test_reader_resyncs_after_garbage_and_accepts_any_header_case():
@@ -20,6 +21,6 @@ async def test_reader_resyncs_after_garbage_and_accepts_any_header_case():
     threading.Thread(target=lambda: (os.write(w, data), os.close(w))).start()
     await asyncio.wait_for(done.wait(), 5)
     assert received[0] == {"a": 1}
-    assert isinstance(received[1], ParseError)
+    assert isinstance(received[1], BadInput)
     assert received[2] == {"b": [1, 2]}
     transport.close()

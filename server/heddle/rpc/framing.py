@@ -1,0 +1,332 @@
+"""Reading LSP base-protocol frames from stdin, whatever the bytes.
+
+`Frames` turns a byte stream into decoded messages and `BadInput` items (which the protocol
+answers with an error), and never raises on what the client sent. What it accepts:
+
+- A message is a block of header lines, a blank line, and a body of exactly `Content-Length`
+  bytes. Lines end with LF (CRLF or a bare LF; a lone CR does not end a line). Header names
+  are case-insensitive and other headers are ignored; when a block has several
+  `Content-Length`s the last one counts.
+- A line that is not a header is skipped. A `Content-Length` header later on such a line (an
+  unframed body run into the next header) starts a new message there.
+- A line that starts with `Content-Length` always starts a new message, even inside a body
+  whose declared length has not been read yet: valid JSON has no line that starts with `C`,
+  so this only ever cuts a body that is truncated (the client said more bytes than it sent),
+  and the next message is read intact. This is what re-synchronises after any bad input.
+
+Every check on the path of a well-formed message is a C-level scan of bytes already in memory:
+one search for LF in the body, one look at its first byte, two byte counts for the nesting
+bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from typing import Any, Iterator
+
+import msgspec
+
+from heddle_protocol import ErrorCode
+
+log = logging.getLogger(__name__)
+
+MAX_HEADER_LINE = 8192
+MAX_BODY = 64 * 1024 * 1024
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects in a message; far beyond any real one, and far below
+what the rest of the daemon (pygls, msgspec, repr) can walk without running out of stack."""
+COMPLAINT_INTERVAL = 10.0
+"""Seconds between warnings about bad input; what comes in between is counted and summarised."""
+
+_MARK = b"content-length"
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_WHITESPACE = b" \t\r\n"
+
+
+def valid_id(msg_id: object) -> bool:
+    """JSON-RPC ids are strings, numbers or null (absent: a notification)."""
+    return msg_id is None or isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
+
+
+class BadInput:
+    """Stands in for input that is not a message: answered with error `code` and `message`."""
+
+    __slots__ = ("code", "message", "id")
+
+    def __init__(self, code: int, message: str, msg_id: Any = None):
+        self.code = int(code)
+        self.message = message
+        self.id = msg_id
+
+    def reply(self) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": self.id,
+                "error": {"code": self.code, "message": self.message}}
+
+
+class FdReader:
+    """Buffered reads straight from a file descriptor.
+
+    Unlike sys.stdin.buffer it holds no lock, so a thread blocked in it cannot stall
+    interpreter shutdown.
+    """
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._buf = bytearray()
+        self._eof = False
+
+    def _fill(self) -> bool:
+        if self._eof:
+            return False
+        chunk = os.read(self._fd, 1 << 16)
+        if not chunk:
+            self._eof = True
+            return False
+        self._buf += chunk
+        return True
+
+    def readline(self, limit: int) -> bytes:
+        """The next line with its LF; at most `limit` bytes (then without LF); b"" at the end."""
+        while True:
+            end = self._buf.find(b"\n", 0, limit)
+            if end >= 0:
+                return self._take(end + 1)
+            if len(self._buf) >= limit or not self._fill():
+                return self._take(min(limit, len(self._buf)))
+
+    def read_body(self, n: int) -> tuple[bytes, bool]:
+        """Read a body of `n` bytes, stopping early before a line in it that starts with
+        `Content-Length` (or with the start of that word, where the body ends).
+
+        Returns the body and whether it was cut short that way; shorter and not cut: the
+        input ended.
+        """
+        parts: list[bytes] = []
+        got = 0
+        line_start = True  # is the first byte in the buffer at the start of a line?
+        while True:
+            buf = self._buf
+            end = min(len(buf), n - got)
+            stop, cut = end, False
+            p = 0 if line_start else _after_lf(buf, 0, end)
+            while p >= 0:
+                m = min(len(_MARK), n - got - p)  # how much of the word fits in the body
+                if m <= 0:
+                    break
+                if len(buf) - p < m:  # cannot tell yet: read on from this line's start
+                    stop = p
+                    break
+                if buf[p] in b"Cc" and bytes(buf[p:p + m]).lower() == _MARK[:m]:
+                    stop, cut = p, True
+                    break
+                p = _after_lf(buf, p, end)
+            if stop:
+                line_start = buf[stop - 1] == 10
+                parts.append(bytes(buf[:stop]))
+                del buf[:stop]
+                got += stop
+            if cut or got == n or not self._fill():
+                return b"".join(parts), cut
+
+    def discard(self, n: int) -> tuple[int, bool]:
+        """Drop a body of `n` bytes (any size) that is not wanted, stopping early before
+        `Content-Length` wherever it appears in it: the body is refused anyway, and a client
+        that declared more than it sent gets its next message read.
+
+        Returns how many bytes were dropped and whether it stopped early; fewer than `n` and
+        not early: the input ended.
+        """
+        got, keep = 0, len(_MARK) - 1
+        while True:
+            buf = self._buf
+            end = min(len(buf), n - got)
+            low = bytes(buf[:end]).lower()
+            at = low.find(_MARK)
+            if at < 0 and end == n - got:  # the word may begin at the very end of the body
+                at = next((end - k for k in range(min(keep, end), 0, -1)
+                           if _MARK.startswith(low[end - k:])), -1)
+            if at >= 0:
+                del buf[:at]
+                return got + at, True
+            drop = end if end == n - got else max(0, end - keep)  # keep what may begin it
+            del buf[:drop]
+            got += drop
+            if got == n or not self._fill():
+                return got, False
+
+    def _take(self, n: int) -> bytes:
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+
+def _after_lf(buf: bytearray, start: int, end: int) -> int:
+    """Index after the next LF in buf[start:end], or -1."""
+    i = buf.find(b"\n", start, end)
+    return i + 1 if i >= 0 else -1
+
+
+def _header(line: bytes) -> tuple[bytes, bytes] | None:
+    """(lower-case name, value) of a header line, or None if it is not one."""
+    name, sep, value = line.partition(b":")
+    name = name.rstrip(b" \t")
+    if not sep or not _TOKEN.fullmatch(name):
+        return None
+    return name.lower(), value.strip(_WHITESPACE)
+
+
+def _resync(line: bytes) -> bytes | None:
+    """The value of a `Content-Length` header that ends this line that is not a header."""
+    at = line.lower().rfind(_MARK)
+    if at < 0:
+        return None
+    header = _header(line[at:])
+    return header[1] if header is not None and header[0] == _MARK else None
+
+
+def _too_deep(message: Any) -> bool:
+    stack = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+class Complaints:
+    """Warnings about bad input: the first, then at most one per COMPLAINT_INTERVAL, with a
+    count of what was skipped or refused since the last one."""
+
+    def __init__(self) -> None:
+        self._next = float("-inf")
+        self._bytes = self._lines = self._refused = 0
+
+    def skipped(self, data: bytes) -> None:
+        if self._due():
+            log.warning("skipping input that is not a message: %r", data[:80])
+        else:
+            self._bytes += len(data)
+            self._lines += data.endswith(b"\n")
+
+    def refused(self, why: str) -> None:
+        if self._due():
+            log.warning("refusing input: %s", why)
+        else:
+            self._refused += 1
+
+    def _due(self) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self.flush()
+        self._next = now + COMPLAINT_INTERVAL
+        return True
+
+    def flush(self) -> None:
+        said = []
+        if self._bytes:
+            said.append(f"skipped {self._bytes} bytes ({self._lines} lines) that were not "
+                        "messages")
+        if self._refused:
+            said.append(f"refused {self._refused} messages")
+        if said:
+            log.warning("since the last warning: %s", ", ".join(said))
+            self._bytes = self._lines = self._refused = 0
+
+
+class Frames:
+    """The messages on a byte stream: decoded JSON values and `BadInput`s, in order."""
+
+    def __init__(self, source: FdReader):
+        self._source = source
+        self.complaints = Complaints()
+        self._decode = msgspec.json.Decoder().decode
+
+    def __iter__(self) -> Iterator[object]:
+        source, complaints = self._source, self.complaints
+        in_block = False  # header lines of a message have been read
+        length: bytes | None = None  # its Content-Length value, as sent
+        skipping = False  # after a block without a usable length: skip to a Content-Length
+        continued = False  # this line goes on past MAX_HEADER_LINE (read in pieces)
+        tail = b""  # the end of the previous piece of such a line
+        while True:
+            line = source.readline(MAX_HEADER_LINE)
+            if not line:
+                complaints.flush()
+                return
+            partial, continued = continued, len(line) == MAX_HEADER_LINE and line[-1] != 10
+            if line == b"\r\n" or line == b"\n":
+                if not in_block:
+                    continue
+                in_block = False
+                outcome = yield from self._message(length)
+                length, skipping = None, outcome == "skip"
+                if outcome == "eof":
+                    complaints.flush()
+                    return
+                continue
+            header = None if partial or continued else _header(line)
+            if header is not None and (header[0] == _MARK or not skipping):
+                in_block = True
+                if header[0] == _MARK:
+                    length, skipping = header[1], False
+                continue
+            complaints.skipped(line)
+            value = _resync(tail + line if partial else line)
+            tail = line[-64:] if continued else b""
+            if value is not None:
+                in_block, length, skipping = True, value, False
+
+    def _message(self, length: bytes | None):
+        """Read the body a header block announced; yields what to deliver, returns whether
+        to go on ("ok"), skip to the next Content-Length ("skip"), or stop ("eof")."""
+        if length is None:
+            yield self._refuse(ErrorCode.PARSE_ERROR, "a message without a Content-Length header")
+            return "skip"
+        if not length.isdigit():
+            yield self._refuse(ErrorCode.PARSE_ERROR, f"invalid Content-Length {length[:40]!r}")
+            return "skip"
+        digits = length.lstrip(b"0") or b"0"
+        size = int(digits) if len(digits) <= 20 else 10 ** 20
+        if size > MAX_BODY:
+            yield self._refuse(ErrorCode.PARSE_ERROR,
+                               f"a message of {size} bytes is larger than the limit ({MAX_BODY})")
+            got, cut = self._source.discard(size)
+            return "ok" if cut or got == size else "eof"
+        body, cut = self._source.read_body(size)
+        if cut:
+            yield self._refuse(ErrorCode.PARSE_ERROR, f"the message ended after {len(body)} of "
+                               f"its {size} bytes: a Content-Length header began a new one")
+            return "ok"
+        if len(body) < size:
+            self.complaints.refused(
+                f"the input ended inside a message ({len(body)} of {size} bytes)")
+            return "eof"
+        yield self._decoded(body)
+        return "ok"
+
+    def _decoded(self, body: bytes) -> object:
+        try:
+            message = self._decode(body)
+        except RecursionError:
+            return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason())
+        except (msgspec.DecodeError, ValueError) as exc:  # invalid UTF-8 is a ValueError
+            return self._refuse(ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+        if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(message):
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason(),
+                                msg_id if valid_id(msg_id) else None)
+        return message
+
+    @staticmethod
+    def _depth_reason() -> str:
+        return f"invalid request: arrays and objects nested more than {MAX_DEPTH} levels deep"
+
+    def _refuse(self, code: int, why: str, msg_id: Any = None) -> BadInput:
+        self.complaints.refused(why)
+        return BadInput(code, why, msg_id)

@@ -51,15 +51,12 @@ def valid_id(msg_id: object) -> bool:
     return msg_id is None or isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
 
 
-class BadInput:
+class BadInput(msgspec.Struct, frozen=True):
     """Stands in for input that is not a message: answered with error `code` and `message`."""
 
-    __slots__ = ("code", "message", "id")
-
-    def __init__(self, code: int, message: str, msg_id: Any = None):
-        self.code = int(code)
-        self.message = message
-        self.id = msg_id
+    code: int
+    message: str
+    id: Any = None
 
     def reply(self) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": self.id,
@@ -260,7 +257,7 @@ class Frames:
                 complaints.flush()
                 return
             partial, continued = continued, len(line) == MAX_HEADER_LINE and line[-1] != 10
-            if line == b"\r\n" or line == b"\n":
+            if (line == b"\r\n" or line == b"\n") and not partial:
                 if not in_block:
                     continue
                 in_block = False
@@ -271,6 +268,10 @@ class Frames:
                     return
                 continue
             header = None if partial or continued else _header(line)
+            if header is not None and (header[0] != _MARK or not header[1].isdigit()):
+                later = _resync(line[1:])  # an unframed body ran into a header on this line
+                if later is not None:
+                    header = (_MARK, later)
             if header is not None and (header[0] == _MARK or not skipping):
                 in_block = True
                 if header[0] == _MARK:
@@ -329,4 +330,4 @@ class Frames:
 
     def _refuse(self, code: int, why: str, msg_id: Any = None) -> BadInput:
         self.complaints.refused(why)
-        return BadInput(code, why, msg_id)
+        return BadInput(int(code), why, msg_id)

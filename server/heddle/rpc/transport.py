@@ -115,7 +115,7 @@ class StdioTransport:
         self._room = threading.Condition(self._lock)
         """Signalled when the reader, paused (`_paused`), may have room to read again."""
         self._paused = False
-        self._resume_at = READ_RESUME
+        self._resume_at = READ_PAUSE
         """While paused: the queued bytes under which reading resumes."""
         self._read = 0
         """Messages the reader delivered (reader thread only)."""
@@ -175,7 +175,7 @@ class StdioTransport:
                 return
             with self._lock:
                 self.buffered -= size
-                if self._paused and self._room_to_read():
+                if self._paused and self.buffered <= self._resume_at:
                     self._room.notify()
                 relieve = (self._behind and self.buffered <= LOW_WATER
                            and not self._relief_pending)
@@ -226,7 +226,7 @@ class StdioTransport:
     def hold(self, n: int) -> None:
         """`n` more (or, negative, fewer) delivered messages wait to be handled (loop thread)."""
         self._kept += n
-        if n < 0 and self._paused and self._room_to_read():
+        if n < 0 and self._paused and self.backlog <= MAX_BACKLOG // 2:
             with self._lock:
                 self._room.notify()
 
@@ -238,7 +238,7 @@ class StdioTransport:
             log.error("handling a message failed: %s", exc)
             log.info("handling a message failed", exc_info=True)  # the traceback: log file only
         self._handled += 1
-        if self._paused and self._room_to_read():
+        if self._paused and self.backlog <= MAX_BACKLOG // 2:
             with self._lock:
                 self._room.notify()
 
@@ -256,35 +256,47 @@ class StdioTransport:
                 self._call_soon(self._dispatch, item)
                 if not self._wait_for_room():
                     return
-        except Exception as exc:  # a bug or no memory: stop cleanly rather than go deaf
+        except OSError as exc:
+            why = "reading stdin failed"
+            log.error("reading stdin failed: %s", exc)
+        except Exception as exc:  # a bug, or no memory: stop cleanly rather than go deaf
             why = "reading stdin failed"
             log.error("reading stdin failed: %s", exc or type(exc).__name__)
             log.info("reading stdin failed", exc_info=True)  # the traceback: log file only
         self._call_soon(self._on_close, why)
 
-    def _backlog(self) -> int:
+    @property
+    def backlog(self) -> int:
+        """Messages read and not handled yet."""
         return self._read - self._handled + self._kept
+
+    @property
+    def paused(self) -> bool:
+        """Whether the reader waits for room before it reads the next message."""
+        return self._paused
 
     def _wait_for_room(self) -> bool:
         """Before the next message: wait while the client leaves too much unread, or the loop
         is far behind. False once the transport is closed."""
-        if self.buffered <= READ_PAUSE and self._backlog() <= MAX_BACKLOG:
+        if self.buffered <= READ_PAUSE and self.backlog <= MAX_BACKLOG:
             return not self._closed
         with self._lock:
             self._paused = True
-            stalled = self.buffered > READ_PAUSE
-            self._resume_at = READ_RESUME if stalled else READ_PAUSE
-            if stalled:
-                self.pauses += 1
-                log.info("the client reads nothing: %d bytes wait for it; stdin is not read "
-                         "until it has read them", self.buffered)
-            while not self._closed and not self._room_to_read():
+            stalled = False
+            while not self._closed:
+                if not stalled and self.buffered > READ_PAUSE:
+                    stalled, self._resume_at = True, READ_RESUME
+                    self.pauses += 1
+                    log.info("the client reads nothing: %d bytes wait for it; stdin is not "
+                             "read until it has read half of them", self.buffered)
+                if self._room_to_read():
+                    break
                 self._room.wait(5.0)  # a timeout only so that no missed wake-up can last
-            self._paused = False
+            self._paused, self._resume_at = False, READ_PAUSE
         if stalled:
             log.info("reading stdin again; at most %d bytes waited for the client",
                      self.peak_buffered)
         return not self._closed
 
     def _room_to_read(self) -> bool:
-        return self.buffered <= self._resume_at and self._backlog() <= MAX_BACKLOG // 2
+        return self.buffered <= self._resume_at and self.backlog <= MAX_BACKLOG // 2

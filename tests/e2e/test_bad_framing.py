@@ -91,6 +91,23 @@ async def test_invalid_utf8_in_a_string_is_a_parse_error_before_and_after_initia
     await raw.works(2)
 
 
+async def test_bad_input_during_start_up_is_handled_in_its_place(raw):
+    def request(msg_id):  # an unknown method: answered as soon as it is handled
+        return frame(b'{"jsonrpc":"2.0","id":%d,"method":"nope/x"}' % msg_id)
+
+    raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"processId": None, "capabilities": {}}})
+    raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    raw.send_bytes(b"garbage\r\n" + request(2) + frame(b'{"a":"\xff"}') + request(3)
+                   + frame(b'{"id":[4],"method":"x"}') + b"Content-Type: x\r\n\r\n{}"
+                   + request(5))
+    replies = [await raw.read() for _ in range(7)]
+    assert [r["id"] for r in replies] == [1, 2, None, 3, None, None, 5]
+    codes = [r["error"]["code"] for r in replies[1:]]
+    assert codes == [-32601, -32700, -32601, -32600, -32700, -32601]
+    await raw.works(6)
+
+
 async def test_deep_nesting_is_refused_and_the_daemon_still_notices_stdin_closing(raw):
     await raw.initialize()
     raw.send_bytes(frame(b"[" * 100_000 + b"]" * 100_000))
@@ -218,4 +235,3 @@ async def test_fuzz_from_start_up_to_steady_state(raw, seed):
     assert (await raw.request("bye", "shutdown"))["result"] is None
     raw.send({"jsonrpc": "2.0", "method": "exit"})
     await raw.ends(0)
-    assert len(raw.stderr()) < 20_000

@@ -77,8 +77,8 @@ class HeddleProtocol(LanguageServerProtocol):
             self.send_raw(message.reply())
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self._send_error(message.get("id") if isinstance(message, dict) else None,
-                             ErrorCode.INVALID_REQUEST,
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self._send_error(msg_id if valid_id(msg_id) else None, ErrorCode.INVALID_REQUEST,
                              'invalid request: expected a JSON object with "jsonrpc": "2.0"')
             return
         method, msg_id = message.get("method"), message.get("id")

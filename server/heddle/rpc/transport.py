@@ -291,7 +291,8 @@ class StdioTransport:
                              "read until it has read half of them", self.buffered)
                 if self._room_to_read():
                     break
-                self._room.wait(5.0)  # a timeout only so that no missed wake-up can last
+                if not self._room.wait(5.0) and self._room_to_read():  # a bug, not the client
+                    log.warning("the stdin reader missed a wake-up")
             self._paused, self._resume_at = False, READ_PAUSE
         if stalled:
             log.info("reading stdin again; at most %d bytes waited for the client",

@@ -92,6 +92,16 @@ def test_a_content_length_longer_than_what_was_sent_ends_at_the_next_header_line
     assert items[1:] == [NEXT]
 
 
+@pytest.mark.parametrize("pieces", [1, 7])
+def test_a_body_that_runs_into_the_next_header_by_any_number_of_bytes(pieces):
+    body = b'{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"off"}}'
+    for extra in range(0, 40):  # the next header is inside the declared body, or its tail
+        items = read_all(b"Content-Length: %d\r\n\r\n" % (len(body) + extra) + body + b"\r\n"
+                         + NEXT_FRAME, pieces)
+        assert items[-1] == NEXT, (extra, items)
+        assert len(items) == 2, (extra, items)  # one answer for the short message
+
+
 @pytest.mark.parametrize("declared", [b"100000000000000000000", b"9" * 5000, b"%d" % (MAX_BODY + 1)])
 def test_a_huge_content_length_is_refused_at_once_and_the_next_message_read(declared):
     items = read_all(b"Content-Length: " + declared + b"\r\n\r\n{}" + NEXT_FRAME)

@@ -43,6 +43,8 @@ COMPLAINT_INTERVAL = 10.0
 
 _MARK = b"content-length"
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_LF_MARK = re.compile(rb"\n(?i:content-length)")
+_BLANK_LINES = re.compile(rb"(?:\r?\n)+")
 _WHITESPACE = b" \t\r\n"
 
 
@@ -101,25 +103,18 @@ class FdReader:
         Returns the body and whether it was cut short that way; shorter and not cut: the
         input ended.
         """
+        buf = self._buf
+        if len(buf) >= n > 0 and buf[0] not in b"Cc" and buf.find(b"\n", 0, n) < 0:
+            body = bytes(buf[:n])  # the usual case: all there, one line, not a header
+            del buf[:n]
+            return body, False
         parts: list[bytes] = []
         got = 0
         line_start = True  # is the first byte in the buffer at the start of a line?
         while True:
             buf = self._buf
             end = min(len(buf), n - got)
-            stop, cut = end, False
-            p = 0 if line_start else _after_lf(buf, 0, end)
-            while p >= 0:
-                m = min(len(_MARK), n - got - p)  # how much of the word fits in the body
-                if m <= 0:
-                    break
-                if len(buf) - p < m:  # cannot tell yet: read on from this line's start
-                    stop = p
-                    break
-                if buf[p] in b"Cc" and bytes(buf[p:p + m]).lower() == _MARK[:m]:
-                    stop, cut = p, True
-                    break
-                p = _after_lf(buf, p, end)
+            stop, cut = _header_line(buf, end, end == n - got, line_start)
             if stop:
                 line_start = buf[stop - 1] == 10
                 parts.append(bytes(buf[:stop]))
@@ -154,25 +149,48 @@ class FdReader:
             if got == n or not self._fill():
                 return got, False
 
+    def skip_blank_lines(self) -> None:
+        """Drop the empty lines at the front of what is buffered, all at once."""
+        blank = _BLANK_LINES.match(self._buf)
+        if blank:
+            del self._buf[:blank.end()]
+
     def _take(self, n: int) -> bytes:
         out = bytes(self._buf[:n])
         del self._buf[:n]
         return out
 
 
-def _after_lf(buf: bytearray, start: int, end: int) -> int:
-    """Index after the next LF in buf[start:end], or -1."""
-    i = buf.find(b"\n", start, end)
-    return i + 1 if i >= 0 else -1
+def _header_line(buf: bytearray, end: int, body_ends: bool, line_start: bool) -> tuple[int, bool]:
+    """Where a line that starts with `Content-Length` begins in the body bytes buf[:end]:
+    (its index, True); or (how much of buf can be taken as body, False). `body_ends`: buf[:end]
+    ends the body; `line_start`: buf[0] starts a line. Scans at C speed, whatever the bytes."""
+    if line_start and end:
+        k = min(len(_MARK), end)
+        if bytes(buf[:k]).lower() == _MARK[:k]:
+            return (0, True) if k == len(_MARK) or body_ends else (0, False)
+    if buf.find(b"\n", 0, end) < 0:  # one line: the usual case (the regex is 40x slower)
+        return end, False
+    found = _LF_MARK.search(buf, 0, end)
+    if found:
+        return found.start() + 1, True
+    lf = buf.rfind(b"\n", max(0, end - len(_MARK)), end)  # the word may begin at the end
+    if lf >= 0 and lf + 1 < end and _MARK.startswith(bytes(buf[lf + 1:end]).lower()):
+        return lf + 1, body_ends  # cut where the body ends; else read on to tell
+    return end, False
 
 
 def _header(line: bytes) -> tuple[bytes, bytes] | None:
     """(lower-case name, value) of a header line, or None if it is not one."""
     name, sep, value = line.partition(b":")
-    name = name.rstrip(b" \t")
-    if not sep or not _TOKEN.fullmatch(name):
+    if not sep:
         return None
-    return name.lower(), value.strip(_WHITESPACE)
+    name = name.lower()
+    if name != _MARK:
+        name = name.rstrip(b" \t")
+        if not _TOKEN.fullmatch(name):
+            return None
+    return name, value.strip(_WHITESPACE)
 
 
 def _resync(line: bytes) -> bytes | None:
@@ -259,9 +277,19 @@ class Frames:
             partial, continued = continued, len(line) == MAX_HEADER_LINE and line[-1] != 10
             if (line == b"\r\n" or line == b"\n") and not partial:
                 if not in_block:
+                    source.skip_blank_lines()
                     continue
                 in_block = False
-                outcome = yield from self._message(length)
+                if length is not None and length.isdigit() and len(length) < 9 \
+                        and (size := int(length)) <= MAX_BODY:
+                    body, cut = source.read_body(size)
+                    if not cut and len(body) == size:
+                        length, skipping = None, False
+                        yield self._decoded(body)
+                        continue
+                    outcome = yield from self._short(body, size, cut)
+                else:
+                    outcome = yield from self._unusable(length)
                 length, skipping = None, outcome == "skip"
                 if outcome == "eof":
                     complaints.flush()
@@ -283,9 +311,9 @@ class Frames:
             if value is not None:
                 in_block, length, skipping = True, value, False
 
-    def _message(self, length: bytes | None):
-        """Read the body a header block announced; yields what to deliver, returns whether
-        to go on ("ok"), skip to the next Content-Length ("skip"), or stop ("eof")."""
+    def _unusable(self, length: bytes | None):
+        """A header block without a length this reader takes: yields the refusal, returns
+        whether to go on ("ok"), skip to the next Content-Length ("skip"), or stop ("eof")."""
         if length is None:
             yield self._refuse(ErrorCode.PARSE_ERROR, "a message without a Content-Length header")
             return "skip"
@@ -294,22 +322,19 @@ class Frames:
             return "skip"
         digits = length.lstrip(b"0") or b"0"
         size = int(digits) if len(digits) <= 20 else 10 ** 20
-        if size > MAX_BODY:
-            yield self._refuse(ErrorCode.PARSE_ERROR,
-                               f"a message of {size} bytes is larger than the limit ({MAX_BODY})")
-            got, cut = self._source.discard(size)
-            return "ok" if cut or got == size else "eof"
-        body, cut = self._source.read_body(size)
+        yield self._refuse(ErrorCode.PARSE_ERROR,
+                           f"a message of {size} bytes is larger than the limit ({MAX_BODY})")
+        got, cut = self._source.discard(size)  # after the answer: this may take long
+        return "ok" if cut or got == size else "eof"
+
+    def _short(self, body: bytes, size: int, cut: bool):
+        """A body that ended before its length: cut by a new header, or by the end of input."""
         if cut:
             yield self._refuse(ErrorCode.PARSE_ERROR, f"the message ended after {len(body)} of "
                                f"its {size} bytes: a Content-Length header began a new one")
             return "ok"
-        if len(body) < size:
-            self.complaints.refused(
-                f"the input ended inside a message ({len(body)} of {size} bytes)")
-            return "eof"
-        yield self._decoded(body)
-        return "ok"
+        self.complaints.refused(f"the input ended inside a message ({len(body)} of {size} bytes)")
+        return "eof"
 
     def _decoded(self, body: bytes) -> object:
         try:
@@ -318,7 +343,8 @@ class Frames:
             return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason())
         except (msgspec.DecodeError, ValueError) as exc:  # invalid UTF-8 is a ValueError
             return self._refuse(ErrorCode.PARSE_ERROR, f"parse error: {exc}")
-        if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(message):
+        if (len(body) > 4096 or body.count(b"[") + body.count(b"{") > MAX_DEPTH) \
+                and _too_deep(message):  # counting is cheaper for short bodies, walking for long
             msg_id = message.get("id") if isinstance(message, dict) else None
             return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason(),
                                 msg_id if valid_id(msg_id) else None)

@@ -6,7 +6,8 @@ import logging
 import os
 import threading
 
-from heddle.rpc.framing import BadInput, FdReader
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.framing import BadInput
 from heddle.rpc.transport import StdioTransport, frame
 
 

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 
-from heddle.rpc.framing import FdReader
+from heddle.rpc.fdreader import FdReader
 from heddle.rpc.transport import (HIGH_WATER, LOW_WATER, MAX_BACKLOG, READ_PAUSE, Pressure,
                                   StdioTransport, frame)
 

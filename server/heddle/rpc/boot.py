@@ -31,7 +31,8 @@ import heddle
 from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
 from heddle_protocol import types as wire
 from heddle_protocol.events import event_kind
-from heddle.rpc.framing import FdReader, valid_id
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.framing import valid_id
 from heddle.rpc.transport import StdioTransport, frame
 from heddle.tools import BUILTIN_TOOL_NAMES
 

@@ -27,7 +27,8 @@ import queue
 import threading
 from typing import BinaryIO, Callable
 
-from heddle.rpc.framing import FdReader, Frames
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.framing import Frames
 
 log = logging.getLogger(__name__)
 

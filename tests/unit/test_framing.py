@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import threading
 
 import pytest
@@ -19,8 +20,9 @@ NEXT = {"jsonrpc": "2.0", "id": "next", "method": "session/list", "params": {}}
 NEXT_FRAME = frame(b'{"jsonrpc":"2.0","id":"next","method":"session/list","params":{}}')
 
 
-def read_all(data: bytes, pieces: int = 1) -> list[object]:
-    """What the reader makes of `data`, written to a pipe in `pieces` writes, then closed."""
+def read_all(data: bytes, pieces: int = 1, clock=lambda: 0.0) -> list[object]:
+    """What the reader makes of `data`, written to a pipe in `pieces` writes, then closed.
+    The reader's clock stands still unless the test moves it."""
     r, w = os.pipe()
     cuts = sorted(random.Random(len(data)).sample(range(1, len(data)), min(pieces, len(data)) - 1)) \
         if pieces > 1 and len(data) > 1 else []
@@ -35,7 +37,7 @@ def read_all(data: bytes, pieces: int = 1) -> list[object]:
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        return list(Frames(FdReader(r)))
+        return list(Frames(FdReader(r), clock))
     finally:
         writer.join(30)
         os.close(r)
@@ -178,11 +180,29 @@ def test_input_that_ends_inside_a_message_ends_the_stream():
 def test_a_megabyte_of_garbage_is_one_warning_and_a_count(caplog):
     garbage = b"this line is not a header at all\r\n" * 30_000 + bytes(range(256)) * 400
     with caplog.at_level(logging.WARNING, logger="heddle.rpc.framing"):
-        items = read_all(garbage + NEXT_FRAME)
-    assert items == [NEXT]
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) <= 3, warnings[:5]
-    assert "skipped" in warnings[-1] and "bytes" in warnings[-1]
+        items = read_all(garbage + frame(b"{") + NEXT_FRAME)
+    assert items[1:] == [NEXT]
+    first, summary = [r.getMessage() for r in caplog.records]  # two lines, not 30,000
+    assert first == "skipping input that is not a message: b'this line is not a header at all\\r\\n'"
+    counts = re.fullmatch(r"since the last warning: skipped (\d+) bytes \((\d+) lines\) that "
+                          r"were not messages, refused 1 message", summary)
+    assert counts and int(counts[1]) > 1_100_000 and int(counts[2]) > 30_000, summary
+
+
+def test_bad_input_is_logged_again_after_the_interval_with_a_count(caplog):
+    now = [0.0]
+
+    def clock():  # each reading moves time on by 3 s
+        now[0] += 3.0
+        return now[0]
+
+    with caplog.at_level(logging.WARNING, logger="heddle.rpc.framing"):
+        read_all(b"junk\r\n" * 6 + NEXT_FRAME, clock=clock)
+    assert [r.getMessage() for r in caplog.records] == [
+        "skipping input that is not a message: b'junk\\r\\n'",  # at 3 s
+        "since the last warning: skipped 18 bytes (3 lines) that were not messages",  # 15 s
+        "skipping input that is not a message: b'junk\\r\\n'",
+        "since the last warning: skipped 6 bytes (1 line) that were not messages"]  # the end
 
 
 FUZZ_CASES = 3000

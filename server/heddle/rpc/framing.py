@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import msgspec
 
@@ -93,11 +93,16 @@ def _too_deep(message: Any) -> bool:
     return False
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class Complaints:
     """Warnings about bad input: the first, then at most one per COMPLAINT_INTERVAL, with a
     count of what was skipped or refused since the last one."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._next = float("-inf")
         self._bytes = self._lines = self._refused = 0
 
@@ -115,7 +120,7 @@ class Complaints:
             self._refused += 1
 
     def _due(self) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next:
             return False
         self.flush()
@@ -125,10 +130,10 @@ class Complaints:
     def flush(self) -> None:
         said = []
         if self._bytes:
-            said.append(f"skipped {self._bytes} bytes ({self._lines} lines) that were not "
-                        "messages")
+            said.append(f"skipped {self._bytes} bytes ({_count(self._lines, 'line')}) that were "
+                        "not messages")
         if self._refused:
-            said.append(f"refused {self._refused} messages")
+            said.append(f"refused {_count(self._refused, 'message')}")
         if said:
             log.warning("since the last warning: %s", ", ".join(said))
             self._bytes = self._lines = self._refused = 0
@@ -137,9 +142,9 @@ class Complaints:
 class Frames:
     """The messages on a byte stream: decoded JSON values and `BadInput`s, in order."""
 
-    def __init__(self, source: FdReader):
+    def __init__(self, source: FdReader, clock: Callable[[], float] = time.monotonic):
         self._source = source
-        self.complaints = Complaints()
+        self.complaints = Complaints(clock)
         self._decode = msgspec.json.Decoder().decode
 
     def __iter__(self) -> Iterator[object]:

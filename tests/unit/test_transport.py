@@ -67,3 +67,23 @@ async def test_a_message_whose_handler_fails_does_not_stop_the_next(caplog):
     assert "handling a message failed: boom" in caplog.text
     transport.close()
     os.close(r)
+
+
+async def test_a_writer_that_fails_in_any_way_reports_the_output_closed(caplog):
+    r, w = os.pipe()
+    done, why = asyncio.Event(), []
+    text_mode = open(os.devnull, "w")  # write(bytes) raises TypeError: a bug, say
+    transport = StdioTransport(FdReader(r), text_mode, asyncio.get_running_loop(),
+                               lambda m: None, lambda reason: (why.append(reason), done.set()))
+    transport.start()
+    with caplog.at_level(logging.INFO, logger="heddle.rpc.transport"):
+        transport.write(frame(b"{}"))
+        await asyncio.wait_for(done.wait(), 5)
+    assert why == ["writing stdout failed"]
+    assert "writing stdout failed: write() argument must be str" in caplog.text
+    transport.write(frame(b"{}"))  # ignored once closed
+    assert transport.buffered == 0
+    transport.close()
+    text_mode.close()
+    os.close(w)
+    os.close(r)

@@ -2,7 +2,8 @@
 
 The reader (`framing.Frames`) turns whatever bytes arrive into messages and `BadInput`s
 and hands each to the loop, in order; it never dies of what the client sent, and if it fails
-anyway the transport reports the input closed, so the daemon stops instead of going deaf.
+anyway the transport reports the input closed, so the daemon stops instead of going deaf (the
+writer does the same for stdout).
 
 `write` queues a framed message and returns; the writer thread writes what is queued, batched,
 so a client that reads slowly never blocks the loop, and the loop never waits in a write
@@ -172,7 +173,13 @@ class StdioTransport:
                 self._stdout.write(parts[0] if len(parts) == 1 else b"".join(parts))
                 self._stdout.flush()
             except (BrokenPipeError, OSError, ValueError) as exc:
-                self._broken(exc)
+                log.warning("client's stdout is gone: %s", exc)
+                self._broken("stdout closed")
+                return
+            except Exception as exc:  # a bug: stop cleanly rather than answer nothing
+                log.error("writing stdout failed: %s", exc)
+                log.info("writing stdout failed", exc_info=True)  # the traceback: log file only
+                self._broken("writing stdout failed")
                 return
             with self._lock:
                 self.buffered -= size
@@ -197,15 +204,14 @@ class StdioTransport:
         if caught_up:
             self.pressure.set(False)
 
-    def _broken(self, exc: BaseException) -> None:
-        log.warning("client's stdout is gone: %s", exc)
+    def _broken(self, why: str) -> None:
         self._closed = True
         with self._lock:
             self.buffered = 0
             self._behind = False
             self._room.notify()
         self._call_soon(self.pressure.set, False)
-        self._call_soon(self._on_close, "stdout closed")
+        self._call_soon(self._on_close, why)
 
     def close(self, timeout: float = 2.0) -> None:
         """Write what is queued (for at most `timeout` seconds), then stop writing."""

@@ -65,7 +65,10 @@ async def raw(daemon_env, daemon_command):
     yield RawDaemon(proc)
     if proc.returncode is None:
         proc.kill()
-    await proc.wait()
+    # read what is left: a full stream reader stops reading and would never see the end of
+    # the pipe that wait() also waits for
+    await asyncio.wait_for(proc.stdout.read(), 10)
+    await asyncio.wait_for(proc.wait(), 10)
 
 
 async def test_request_before_initialize(raw):

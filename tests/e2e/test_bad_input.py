@@ -65,7 +65,10 @@ async def raw(daemon_env, daemon_command):
     yield RawDaemon(proc)
     if proc.returncode is None:
         proc.kill()
-    await proc.wait()
+    # read what is left: a full stream reader stops reading and would never see the end of
+    # the pipe that wait() also waits for
+    await asyncio.wait_for(proc.stdout.read(), 10)
+    await asyncio.wait_for(proc.wait(), 10)
 
 
 async def test_request_before_initialize(raw):
@@ -208,3 +211,18 @@ async def test_invalid_ids_are_refused_or_ignored_and_serving_goes_on(raw):
     await raw.initialize()
     reply = await raw.request(3, "session/list", {})
     assert "result" in reply
+
+
+async def test_a_failure_inside_the_daemon_is_one_line_without_a_traceback(raw, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".heddle").write_text("a file where the settings folder should be")
+    await raw.initialize()
+    session = (await raw.request(2, "session/new", {"workspace": str(workspace)}))["result"]
+    reply = await raw.request(3, "rules/add", {"sessionId": session["sessionId"],
+                                               "rule": "Bash(ls:*)", "scope": "project"})
+    error = reply["error"]
+    assert error["code"] == -32603 and error["message"].startswith("rules/add failed"), error
+    assert "\n" not in error["message"] and "Traceback" not in error["message"]
+    assert not error.get("data")
+    assert "result" in await raw.request(4, "session/list", {})

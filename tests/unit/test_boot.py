@@ -85,11 +85,17 @@ def test_the_tool_list_matches_the_registry():
 
 
 class Transport:
+    """What Boot uses of the transport: writing, and counting the messages it keeps."""
+
     def __init__(self) -> None:
         self.out = Capture()
+        self.held = 0
 
     def write(self, data: bytes) -> None:
         self.out.write(data)
+
+    def hold(self, n: int) -> None:
+        self.held += n
 
 
 def booting() -> tuple[Boot, Transport]:
@@ -106,6 +112,7 @@ def test_initialize_is_answered_at_once_and_everything_is_kept_in_order():
     for message in messages:
         boot.on_message(message)
     boot.on_close("stdin closed")
+    assert transport.held == len(messages)  # the transport stops reading past its bound
     assert transport.out.messages == [{"jsonrpc": "2.0", "id": 1, "result": initialize_result(
         msgspec.convert(VSCODE_LIKE, EarlyInitializeParams))}]
     assert boot.early is not None and boot.early.id == 1
@@ -113,6 +120,7 @@ def test_initialize_is_answered_at_once_and_everything_is_kept_in_order():
     seen: list[object] = []
     boot.hand_over(seen.append, lambda why: seen.append(("closed", why)))
     assert seen == [*messages, ("closed", "stdin closed")]
+    assert transport.held == 0
     later = {"jsonrpc": "2.0", "method": "exit"}
     boot.on_message(later)
     assert seen[-1] is later

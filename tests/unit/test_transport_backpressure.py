@@ -1,12 +1,15 @@
-"""The stdout writer over real pipes: order, a client that stops reading, back-pressure, close."""
+"""The stdout writer over real pipes: order, a client that stops reading, back-pressure, close;
+and the back-pressure on stdin for a client that sends and does not read."""
 
 import asyncio
 import io
 import os
 import threading
+import time
 
-from heddle.rpc.transport import (HIGH_WATER, LOW_WATER, FdReader, Pressure, StdioTransport,
-                                  frame)
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.transport import (HIGH_WATER, LOW_WATER, MAX_BACKLOG, READ_PAUSE, Pressure,
+                                  StdioTransport, frame)
 
 
 class Client:
@@ -174,3 +177,86 @@ async def test_any_binary_output_works():
     transport.close(timeout=10)
     assert out.getvalue() == frame(b"{}") + frame(b"[]")
     os.close(in_w)
+
+
+class Sender:
+    """The editor's end of the daemon's stdin: a thread that writes `count` messages, each
+    write blocking while the pipe is full, then closes it."""
+
+    def __init__(self, fd: int, message: bytes, count: int):
+        self.sent = 0
+        self.done = threading.Event()
+
+        def run():
+            for _ in range(count):
+                view = memoryview(message)
+                while view:
+                    view = view[os.write(fd, view):]
+                self.sent += 1
+            os.close(fd)
+            self.done.set()
+        threading.Thread(target=run, daemon=True).start()
+
+
+async def test_a_client_that_reads_no_answers_is_not_read_until_it_reads(caplog):
+    loop = asyncio.get_running_loop()
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    answer = frame(b'{"answer":"%s"}' % (b"a" * 80))
+    transport = StdioTransport(FdReader(in_r), os.fdopen(out_w, "wb"), loop,
+                               lambda message: transport.write(answer), lambda why: None,
+                               pressure=Pressure())
+    transport.start()
+    count = 30_000  # 3.6 MB of answers
+    sender = Sender(in_w, frame(b'{"q":1}'), count)
+    await wait_until(lambda: transport.pauses == 1, 30)
+    assert sender.sent < count / 2  # it is held back: the daemon stopped reading
+    bound = READ_PAUSE + (MAX_BACKLOG + 2) * len(answer)  # what it had read when it stopped
+    await wait_until(lambda: transport.backlog == 0)
+    assert transport.buffered <= transport.peak_buffered <= bound
+
+    client = Client(out_r)  # the client reads: every answer arrives, and the rest is read
+    await wait_until(lambda: sender.done.is_set() and len(client.data) == count * len(answer), 30)
+    assert client.messages() == [answer.partition(b"\r\n\r\n")[2]] * count
+    assert transport.peak_buffered <= bound
+    assert transport.pauses >= 1 and not transport.paused
+    assert "missed a wake-up" not in caplog.text  # it read again as soon as there was room
+    transport.close()
+
+
+async def test_reading_stops_while_the_loop_has_not_handled_enough_of_what_was_read():
+    loop = asyncio.get_running_loop()
+    in_r, in_w = os.pipe()
+    handled = []
+    transport = StdioTransport(FdReader(in_r), open(os.devnull, "wb"), loop, handled.append,
+                               lambda why: None, pressure=Pressure())
+    transport.start()
+    count = 3 * MAX_BACKLOG
+    sender = Sender(in_w, frame(b"7"), count)
+    deadline = time.monotonic() + 10
+    while not transport.paused and time.monotonic() < deadline:  # the loop is busy: blocked
+        time.sleep(0.001)
+    assert transport.paused and transport.backlog == MAX_BACKLOG + 1 and handled == []
+    await wait_until(lambda: sender.done.is_set() and len(handled) == count)
+    assert handled == [7] * count and transport.backlog == 0
+    transport.close()
+
+
+async def test_messages_kept_elsewhere_count_until_released():
+    loop = asyncio.get_running_loop()
+    in_r, in_w = os.pipe()
+    kept = []
+
+    def keep(message):
+        kept.append(message)
+        transport.hold(1)
+
+    transport = StdioTransport(FdReader(in_r), open(os.devnull, "wb"), loop, keep,
+                               lambda why: None, pressure=Pressure())
+    transport.start()
+    sender = Sender(in_w, frame(b"1"), 2 * MAX_BACKLOG)
+    await wait_until(lambda: transport.paused)
+    assert len(kept) == MAX_BACKLOG + 1 and transport.backlog == MAX_BACKLOG + 1
+    transport.hold(-len(kept))  # handed over: reading goes on
+    await wait_until(lambda: sender.done.is_set() and len(kept) == 2 * MAX_BACKLOG)
+    transport.close()

@@ -31,7 +31,9 @@ import heddle
 from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
 from heddle_protocol import types as wire
 from heddle_protocol.events import event_kind
-from heddle.rpc.transport import FdReader, StdioTransport, frame
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.framing import valid_id
+from heddle.rpc.transport import StdioTransport, frame
 from heddle.tools import BUILTIN_TOOL_NAMES
 
 log = logging.getLogger(__name__)
@@ -85,11 +87,6 @@ class EarlyInitializeParams(msgspec.Struct):
             if (value := getattr(self, name)) is not None:
                 out[name] = msgspec.to_builtins(value)
         return out
-
-
-def valid_id(msg_id: object) -> bool:
-    """JSON-RPC ids are strings, numbers or null (absent: a notification)."""
-    return msg_id is None or isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
 
 
 def position_encoding(params: EarlyInitializeParams) -> str:
@@ -172,6 +169,8 @@ class Boot:
             self._seen_request = True
             self._maybe_answer(message)
         self._pending.append(message)
+        if self.transport is not None:
+            self.transport.hold(1)  # it waits here: the transport bounds how many do
 
     def on_close(self, why: str) -> None:
         if self._on_close is not None:
@@ -203,9 +202,13 @@ class Boot:
                     on_close(item.why)
                 else:
                     on_message(item)
-            except Exception:  # as after start-up: one bad message never stops the rest
-                log.exception("handling a message that arrived during start-up failed")
+            except Exception as exc:  # as after start-up: one bad message never stops the rest
+                log.error("handling a message that arrived during start-up failed: %s", exc)
+                log.info("handling a message that arrived during start-up failed",
+                         exc_info=True)  # the traceback: log file only
         self._on_message, self._on_close = on_message, on_close
+        if self.transport is not None:
+            self.transport.hold(-sum(not isinstance(item, _Closed) for item in pending))
 
 
 async def _serve(stdin, stdout) -> int:

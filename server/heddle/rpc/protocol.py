@@ -25,7 +25,8 @@ from pygls.protocol.language_server import lsp_method
 
 from heddle_protocol import ErrorCode
 from heddle.rpc.boot import EarlyInitialize, valid_id
-from heddle.rpc.transport import ParseError, frame
+from heddle.rpc.framing import BadInput
+from heddle.rpc.transport import frame
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +73,12 @@ class HeddleProtocol(LanguageServerProtocol):
     # -- incoming -----------------------------------------------------------------------------
     def handle_raw(self, message: object) -> None:
         """Entry point for each decoded message from the transport (on the loop thread)."""
-        if isinstance(message, ParseError):
-            self._send_error(None, ErrorCode.PARSE_ERROR, f"parse error: {message.reason}")
+        if isinstance(message, BadInput):  # the transport logged why (rate-limited)
+            self.send_raw(message.reply())
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self._send_error(message.get("id") if isinstance(message, dict) else None,
-                             ErrorCode.INVALID_REQUEST,
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            self._send_error(msg_id if valid_id(msg_id) else None, ErrorCode.INVALID_REQUEST,
                              'invalid request: expected a JSON object with "jsonrpc": "2.0"')
             return
         method, msg_id = message.get("method"), message.get("id")

@@ -1,7 +1,9 @@
-"""Stdio framing for the daemon: a reader thread and a writer thread around the event loop.
+"""Stdio for the daemon: a reader thread and a writer thread around the event loop.
 
-The reader accepts `Content-Length` headers in any letter case, skips other headers and
-garbage lines, bounds header and body sizes, and hands whole JSON bodies to the loop.
+The reader (`framing.Frames`) turns whatever bytes arrive into messages and `BadInput`s
+and hands each to the loop, in order; it never dies of what the client sent, and if it fails
+anyway the transport reports the input closed, so the daemon stops instead of going deaf (the
+writer does the same for stdout).
 
 `write` queues a framed message and returns; the writer thread writes what is queued, batched,
 so a client that reads slowly never blocks the loop, and the loop never waits in a write
@@ -11,36 +13,39 @@ above HIGH_WATER it reports back-pressure through `Pressure`, and the turn emitt
 their events (text merged) until the count is under LOW_WATER again. Responses, requests and
 anything else written directly are always queued at once and in order: nothing is dropped and
 nothing overtakes.
+
+A client that sends requests and does not read the answers gets back-pressure on its stdin:
+while more than READ_PAUSE bytes wait for it (or MAX_BACKLOG messages that were read wait to
+be handled), the reader stops reading, so the pipe fills and the client's writes wait, until
+the queue is under READ_RESUME. The pause falls between messages, never inside one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import queue
 import threading
 from typing import BinaryIO, Callable
 
-import msgspec
+from heddle.rpc.fdreader import FdReader
+from heddle.rpc.framing import Frames
 
 log = logging.getLogger(__name__)
 
-MAX_HEADER_LINE = 8192
-MAX_BODY = 64 * 1024 * 1024
 HIGH_WATER = 128 * 1024
 """Queued bytes above which the client counts as behind (the pipe itself holds 64 KiB)."""
 LOW_WATER = 32 * 1024
 """Queued bytes under which it has caught up again."""
 MAX_WRITE = 256 * 1024
 """Bytes the writer thread hands to one write() when queued messages are written together."""
-
-
-class ParseError:
-    """Stands in for a body that was not JSON."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
+READ_PAUSE = 1024 * 1024
+"""Queued bytes above which stdin is not read: far above what turns queue (their emitters
+hold events once HIGH_WATER is passed), so only answers the client leaves unread get here."""
+READ_RESUME = 512 * 1024
+MAX_BACKLOG = 1000
+"""Messages read but not handled yet (kept during start-up, or behind a busy loop) above
+which stdin is not read; reading resumes under half of it."""
 
 
 def frame(body: bytes) -> bytes:
@@ -91,49 +96,8 @@ PRESSURE = Pressure()
 """The process's stdout: what `StdioTransport` reports to and what emitters consult."""
 
 
-class FdReader:
-    """Buffered reads straight from a file descriptor.
-
-    Unlike sys.stdin.buffer it holds no lock, so a thread blocked in it cannot stall
-    interpreter shutdown.
-    """
-
-    def __init__(self, fd: int):
-        self._fd = fd
-        self._buf = bytearray()
-        self._eof = False
-
-    def _fill(self) -> bool:
-        if self._eof:
-            return False
-        chunk = os.read(self._fd, 1 << 16)
-        if not chunk:
-            self._eof = True
-            return False
-        self._buf += chunk
-        return True
-
-    def readline(self, limit: int) -> bytes:
-        while True:
-            end = self._buf.find(b"\n", 0, limit)
-            if end >= 0:
-                return self._take(end + 1)
-            if len(self._buf) >= limit or not self._fill():
-                return self._take(min(limit, len(self._buf)))
-
-    def read(self, n: int) -> bytes:
-        if not self._buf:
-            self._fill()
-        return self._take(min(n, len(self._buf)))
-
-    def _take(self, n: int) -> bytes:
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
-        return out
-
-
 class StdioTransport:
-    def __init__(self, stdin: BinaryIO | FdReader, stdout: BinaryIO, loop: asyncio.AbstractEventLoop,
+    def __init__(self, stdin: FdReader, stdout: BinaryIO, loop: asyncio.AbstractEventLoop,
                  on_message: Callable[[object], None], on_close: Callable[[str], None],
                  pressure: Pressure | None = None):
         self._stdin = stdin
@@ -150,6 +114,19 @@ class StdioTransport:
         self._behind = False
         self._relief_pending = False
         self._closed = False
+        self._room = threading.Condition(self._lock)
+        """Signalled when the reader, paused (`_paused`), may have room to read again."""
+        self._paused = False
+        self._resume_at = READ_PAUSE
+        """While paused: the queued bytes under which reading resumes."""
+        self._read = 0
+        """Messages the reader delivered (reader thread only)."""
+        self._handled = 0
+        """...and those the loop handled (loop thread only)."""
+        self._kept = 0
+        """Delivered messages that wait elsewhere to be handled (`hold`; loop thread only)."""
+        self.pauses = 0
+        """How often the reader stopped reading for a client that did not read."""
         self._loop_thread: int | None = None
         self._reader = threading.Thread(target=self._read_loop, name="heddle-stdin", daemon=True)
         self._writer = threading.Thread(target=self._write_loop, name="heddle-stdout", daemon=True)
@@ -196,10 +173,18 @@ class StdioTransport:
                 self._stdout.write(parts[0] if len(parts) == 1 else b"".join(parts))
                 self._stdout.flush()
             except (BrokenPipeError, OSError, ValueError) as exc:
-                self._broken(exc)
+                log.warning("client's stdout is gone: %s", exc)
+                self._broken("stdout closed")
+                return
+            except Exception as exc:  # a bug: stop cleanly rather than answer nothing
+                log.error("writing stdout failed: %s", exc)
+                log.info("writing stdout failed", exc_info=True)  # the traceback: log file only
+                self._broken("writing stdout failed")
                 return
             with self._lock:
                 self.buffered -= size
+                if self._paused and self.buffered <= self._resume_at:
+                    self._room.notify()
                 relieve = (self._behind and self.buffered <= LOW_WATER
                            and not self._relief_pending)
                 if relieve:
@@ -219,14 +204,14 @@ class StdioTransport:
         if caught_up:
             self.pressure.set(False)
 
-    def _broken(self, exc: BaseException) -> None:
-        log.warning("client's stdout is gone: %s", exc)
+    def _broken(self, why: str) -> None:
         self._closed = True
         with self._lock:
             self.buffered = 0
             self._behind = False
+            self._room.notify()
         self._call_soon(self.pressure.set, False)
-        self._call_soon(self._on_close, "stdout closed")
+        self._call_soon(self._on_close, why)
 
     def close(self, timeout: float = 2.0) -> None:
         """Write what is queued (for at most `timeout` seconds), then stop writing."""
@@ -241,11 +226,28 @@ class StdioTransport:
         with self._lock:
             self.buffered = 0
             self._behind = False
+            self._room.notify()
         self.pressure.set(False)
 
     # -- reading ------------------------------------------------------------------------------
-    def _deliver(self, item: object) -> None:
-        self._call_soon(self._on_message, item)
+    def hold(self, n: int) -> None:
+        """`n` more (or, negative, fewer) delivered messages wait to be handled (loop thread)."""
+        self._kept += n
+        if n < 0 and self._paused and self.backlog <= MAX_BACKLOG // 2:
+            with self._lock:
+                self._room.notify()
+
+    def _dispatch(self, item: object) -> None:
+        """On the loop: one message to the handler; its failure never stops the others."""
+        try:
+            self._on_message(item)
+        except Exception as exc:
+            log.error("handling a message failed: %s", exc)
+            log.info("handling a message failed", exc_info=True)  # the traceback: log file only
+        self._handled += 1
+        if self._paused and self.backlog <= MAX_BACKLOG // 2:
+            with self._lock:
+                self._room.notify()
 
     def _call_soon(self, callback: Callable[..., None], arg: object) -> None:
         try:
@@ -254,62 +256,55 @@ class StdioTransport:
             pass
 
     def _read_loop(self) -> None:
+        why = "stdin closed"
         try:
-            self._read_messages()
-        except (OSError, ValueError) as exc:
-            log.warning("reading stdin failed: %s", exc)
-        self._call_soon(self._on_close, "stdin closed")
-
-    def _read_messages(self) -> None:
-        stream = self._stdin
-        length: int | None = None
-        while True:
-            line = stream.readline(MAX_HEADER_LINE)
-            if not line:
-                return
-            if line in (b"\r\n", b"\n"):
-                if length is None:
-                    continue
-                body = self._read_exactly(length)
-                if body is None:
+            for item in Frames(self._stdin):
+                self._read += 1
+                self._call_soon(self._dispatch, item)
+                if not self._wait_for_room():
                     return
-                length = None
-                try:
-                    self._deliver(msgspec.json.decode(body))
-                except msgspec.DecodeError as exc:
-                    self._deliver(ParseError(str(exc)))
-                continue
-            name, sep, value = line.partition(b":")
-            if not sep:
-                log.warning("ignoring a line that is not a header: %r", line[:80])
-                length = None
-                continue
-            if name.strip().lower() == b"content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    log.warning("bad Content-Length %r", value[:40])
-                    length = None
-                    continue
-                if length < 0 or length > MAX_BODY:
-                    log.warning("refusing a %d byte message", length)
-                    self._skip(length if length > 0 else 0)
-                    self._deliver(ParseError(f"message of {length} bytes is too large"))
-                    length = None
+        except OSError as exc:
+            why = "reading stdin failed"
+            log.error("reading stdin failed: %s", exc)
+        except Exception as exc:  # a bug, or no memory: stop cleanly rather than go deaf
+            why = "reading stdin failed"
+            log.error("reading stdin failed: %s", exc or type(exc).__name__)
+            log.info("reading stdin failed", exc_info=True)  # the traceback: log file only
+        self._call_soon(self._on_close, why)
 
-    def _read_exactly(self, n: int) -> bytes | None:
-        chunks, remaining = [], n
-        while remaining:
-            chunk = self._stdin.read(remaining)
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+    @property
+    def backlog(self) -> int:
+        """Messages read and not handled yet."""
+        return self._read - self._handled + self._kept
 
-    def _skip(self, n: int) -> None:
-        while n > 0:
-            chunk = self._stdin.read(min(n, 1 << 20))
-            if not chunk:
-                return
-            n -= len(chunk)
+    @property
+    def paused(self) -> bool:
+        """Whether the reader waits for room before it reads the next message."""
+        return self._paused
+
+    def _wait_for_room(self) -> bool:
+        """Before the next message: wait while the client leaves too much unread, or the loop
+        is far behind. False once the transport is closed."""
+        if self.buffered <= READ_PAUSE and self.backlog <= MAX_BACKLOG:
+            return not self._closed
+        with self._lock:
+            self._paused = True
+            stalled = False
+            while not self._closed:
+                if not stalled and self.buffered > READ_PAUSE:
+                    stalled, self._resume_at = True, READ_RESUME
+                    self.pauses += 1
+                    log.info("the client reads nothing: %d bytes wait for it; stdin is not "
+                             "read until it has read half of them", self.buffered)
+                if self._room_to_read():
+                    break
+                if not self._room.wait(5.0) and self._room_to_read():  # a bug, not the client
+                    log.warning("the stdin reader missed a wake-up")
+            self._paused, self._resume_at = False, READ_PAUSE
+        if stalled:
+            log.info("reading stdin again; at most %d bytes waited for the client",
+                     self.peak_buffered)
+        return not self._closed
+
+    def _room_to_read(self) -> bool:
+        return self.buffered <= self._resume_at and self.backlog <= MAX_BACKLOG // 2

@@ -124,6 +124,22 @@ async def test_five_minutes_from_the_last_use(clocked: ScriptedServer, clocked_c
         assert _split(reply.usage)[:2] == ((0, cached) if hit else (cached, 0)), (wait, hit)
 
 
+async def test_a_read_refreshes_the_entry_it_found_by_lookback(clocked: ScriptedServer,
+                                                               clocked_client,
+                                                               clock: ManualClock):
+    clocked.add_scenario("s", hello())
+    system = [text(LONG)]
+    base = [text(f"block {i}") for i in range(6)]
+    base[-1]["cache_control"] = EPHEMERAL
+    await _ask(clocked_client, system=system, messages=[user(*base)])
+    for tail in ("first", "second"):  # each tail differs: only the entry at block 5 is shared
+        clock.advance(299)
+        later = [user(*clean(base), text(f"{tail} a"), text(f"{tail} b", EPHEMERAL))]
+        reply = await _ask(clocked_client, system=system, messages=later)
+        assert clocked.requests[-1].cache.read_location == "messages.0.content.5", tail
+        assert reply.usage.cache_read_input_tokens > 0
+
+
 async def test_one_hour_with_ttl_1h(clocked: ScriptedServer, clocked_client, clock: ManualClock):
     clocked.add_scenario("s", hello())
     hour = [text(LONG, HOUR)]
@@ -331,10 +347,13 @@ async def test_top_level_cache_control_marks_the_last_block(server: ScriptedServ
 
 
 async def test_only_answered_requests_touch_the_cache(server: ScriptedServer, client):
-    server.add_scenario("s", {"steps": [{"fault": {"status": 529}}, *hello(2)["steps"]]})
-    with pytest.raises(anthropic.OverloadedError):
-        await _ask(client, system=SYSTEM)
+    server.add_scenario("s", {"steps": [{"fault": {"status": 529}},
+                                        {"fault": {"errorEvent": "overloaded_error"}},
+                                        *hello(2)["steps"]]})
+    for _ in range(2):  # an error status, and an error event that a non-stream gets as 529
+        with pytest.raises(anthropic.OverloadedError):
+            await _ask(client, system=SYSTEM)
     await client.messages.count_tokens(model="s", system=SYSTEM, messages=[QUESTION])
-    assert [r.cache for r in server.requests] == [None, None]
+    assert [r.cache for r in server.requests] == [None, None, None]
     reply = await _ask(client, system=SYSTEM)
     assert _split(reply.usage)[:2] == (prefix_tokens(server.requests[0].body, "system.0"), 0)

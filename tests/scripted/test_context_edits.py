@@ -70,11 +70,18 @@ async def test_the_oldest_tool_results_are_cleared_past_the_trigger(scenario, cl
     assert scenario.requests[0].context_management == reply.context_management.model_dump()
 
 
-async def test_below_the_trigger_nothing_is_cleared(scenario, client):
+async def test_the_trigger_fires_only_above_its_value(scenario, client):
     messages = _conversation(["Read"] * 5)
     reply = await _edit(client, messages, {"type": "clear_tool_uses_20250919"})  # 100k tokens
     assert reply.context_management.applied_edits == []
-    assert reply.usage.input_tokens == total_tokens(scenario.requests[0].body)
+    total = total_tokens(scenario.requests[0].body)
+    assert reply.usage.input_tokens == total
+    for trigger, fires in (({"type": "tool_uses", "value": 5}, False),
+                           ({"type": "input_tokens", "value": total}, False),
+                           ({"type": "input_tokens", "value": total - 1}, True)):
+        reply = await _edit(client, messages, {"type": "clear_tool_uses_20250919",
+                                               "trigger": trigger})
+        assert bool(reply.context_management.applied_edits) is fires, trigger
 
 
 async def test_excluded_tools_are_kept_and_inputs_cleared_on_request(scenario, client):

@@ -16,7 +16,7 @@ from typing import Any
 
 from .prompt import build_prompt
 
-__all__ = ["BETA", "PLACEHOLDER", "apply_edits", "check_context_management"]
+__all__ = ["BETA", "PLACEHOLDER", "apply_edits", "check_context_management", "prepare"]
 
 BETA = "context-management-2025-06-27"
 # The docs say only "placeholder text"; this one is the scripted model's own.
@@ -126,3 +126,11 @@ def apply_edits(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
         applied.append({"type": CLEAR_TOOL_USES, "cleared_tool_uses": len(doomed),
                         "cleared_input_tokens": cleared})
     return body, applied
+
+
+def prepare(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The body the model sees, and the answer's `context_management` (None without one)."""
+    if "context_management" not in body:
+        return body, None
+    edited, applied = apply_edits(body)
+    return edited, {"applied_edits": applied}

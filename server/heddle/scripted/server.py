@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from .cache import CacheAccount, PromptCache, uncached
-from .context_edits import apply_edits, check_context_management
+from .context_edits import check_context_management, prepare
 from .events import render
 from .prompt import Prompt, build_prompt
 from .respond import (Cursor, StepReply, advance, default_message, fault_headers, planned_status,
@@ -335,11 +335,12 @@ class ScriptedServer:
         status = planned_status(fault, stream)
         # The cache is read and written once a response begins; a request answered with an
         # error status or a closed connection leaves it as it was.
+        answered = status == 200
         account = (self._cache.account(checked.prompt, model=scenario.cache_model,
-                                       minimum=scenario.cache_minimum) if status == 200
+                                       minimum=scenario.cache_minimum) if answered
                    else uncached(checked.prompt.tokens, scenario.cache_minimum))
         self._record(name, index, sent, request.headers, status, request.path,
-                     account if status == 200 else None, checked.context_management)
+                     account if answered else None, checked.context_management)
         rendered = render(step, max_tokens=body["max_tokens"], new_tool_id=self._new_tool_id)
         reply = StepReply(step, rendered, stream, name, account.usage(),
                           f"msg_scripted_{next(self._ids)}", request_id,
@@ -352,8 +353,7 @@ class ScriptedServer:
 
 def _check(name: str, body: dict[str, Any], betas: frozenset[str]) -> _Checked:
     """Apply the request's context edits and build the prompt the model and the cache see."""
-    edited, applied = apply_edits(body) if "context_management" in body else (body, [])
-    context = {"applied_edits": applied} if "context_management" in body else None
+    edited, context = prepare(body)
     return _Checked(name, body, edited, betas, build_prompt(edited), context)
 
 

@@ -344,6 +344,14 @@ async def test_top_level_cache_control_marks_the_last_block(server: ScriptedServ
     assert reply.usage.cache_read_input_tokens == prefix_tokens(server.requests[1].body,
                                                                 "messages.0.content.0")
     assert server.requests[1].cache.written == ("messages.2.content.0",)
+    # A message given as a string is one block, and the last one here.
+    await _ask(client, messages=[*follow[:2], {"role": "user", "content": "Why?"}],
+               cache_control=EPHEMERAL)
+    assert server.requests[2].cache.written == ("messages.2.content",)
+    four = [user(*(text(f"part {i}", EPHEMERAL) for i in range(3))),
+            assistant(text("ok", EPHEMERAL)), {"role": "user", "content": "more"}]
+    with pytest.raises(anthropic.BadRequestError, match="Found 5"):
+        await _ask(client, messages=four, cache_control=EPHEMERAL)
 
 
 async def test_only_answered_requests_touch_the_cache(server: ScriptedServer, client):

@@ -202,19 +202,22 @@ def _with_automatic_breakpoint(blocks: list[Block], marker: Any) -> list[Block]:
 
 # -- checks ------------------------------------------------------------------------------------
 
-def _markable(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(location, block) for every block that could carry cache_control, in prefix order."""
+def _markable(body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(location, block) for every block of the prompt in prefix order; a string is a block
+    that carries no marker."""
     for section in ("tools", "system"):
         value = body.get(section)
+        if isinstance(value, str):
+            yield section, value
         for i, block in enumerate(value if isinstance(value, list) else ()):
-            if isinstance(block, dict):
-                yield f"{section}.{i}", block
+            yield f"{section}.{i}", block
     messages = body.get("messages")
     for n, message in enumerate(messages if isinstance(messages, list) else ()):
         content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            yield f"messages.{n}.content", content
         for m, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, dict):
-                yield f"messages.{n}.content.{m}", block
+            yield f"messages.{n}.content.{m}", block
 
 
 def _check_marker(marker: Any, where: str) -> str | None:
@@ -233,13 +236,13 @@ def _check_marker(marker: Any, where: str) -> str | None:
 def check_cache_control(body: dict[str, Any]) -> str | None:
     """The API's 400 message for a cache_control it refuses, or None."""
     found: list[tuple[str, str]] = []
-    last_cacheable = None
+    last_cacheable: tuple[str, Any] | None = None
     for location, block in _markable(body):
-        kind = block.get("type")
-        if kind not in _THINKING:
+        if not _is_thinking(block):
             last_cacheable = (location, block)
-        if block.get("cache_control") is None:
+        if not isinstance(block, dict) or block.get("cache_control") is None:
             continue
+        kind = block.get("type")
         if kind in _THINKING:
             return f"{location}.{kind}.cache_control: Extra inputs are not permitted"
         error = _check_marker(block["cache_control"], f"{location}.cache_control")
@@ -251,7 +254,7 @@ def check_cache_control(body: dict[str, Any]) -> str | None:
         error = _check_marker(top, "cache_control")
         if error:
             return error
-        if last_cacheable and last_cacheable[1].get("cache_control") is None:
+        if last_cacheable and _ttl(last_cacheable[1]) is None:
             found.append((last_cacheable[0], top.get("ttl", "5m")))
     if len(found) > MAX_BREAKPOINTS:
         return (f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "

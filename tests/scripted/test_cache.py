@@ -158,6 +158,22 @@ async def test_one_hour_with_ttl_1h(clocked: ScriptedServer, clocked_client, clo
     assert _split(late.usage)[:2] == (cached, 0)
 
 
+async def test_mixed_lifetimes_expire_separately(clocked: ScriptedServer, clocked_client,
+                                                 clock: ManualClock):
+    clocked.add_scenario("s", hello())
+    system, messages = [text(LONG, HOUR)], [user(text(LONG, EPHEMERAL))]
+    first = await _ask(clocked_client, system=system, messages=messages)
+    body = clocked.requests[0].body
+    hour, last = prefix_tokens(body, "system.0"), prefix_tokens(body, "messages.0.content.0")
+    assert (first.usage.cache_creation.ephemeral_1h_input_tokens,
+            first.usage.cache_creation.ephemeral_5m_input_tokens) == (hour, last - hour)
+    clock.advance(301)  # the 5-minute part is gone, the 1-hour part is not
+    again = await _ask(clocked_client, system=system, messages=messages)
+    assert clocked.requests[1].cache.read_location == "system.0"
+    assert _split(again.usage)[:2] == (last - hour, hour)
+    assert again.usage.cache_creation.ephemeral_5m_input_tokens == last - hour
+
+
 def _many(count: int, marked: tuple[int, ...]) -> list[dict]:
     return [user(*(text(f"note {i}: keep the tests real", EPHEMERAL if i in marked else None)
                    for i in range(count)))]
@@ -185,6 +201,33 @@ async def test_the_lookback_reaches_twenty_blocks(server: ScriptedServer, client
     assert server.requests[-1].cache.read_location == "messages.0.content.5"
 
 
+async def test_the_docs_lookback_example(server: ScriptedServer, client):
+    """The prompt caching page's example: 30 blocks, cached at the last, one of them changed."""
+    server.add_scenario("s", hello())
+    system = [text(LONG)]
+
+    def blocks(changed: int | None, marked: tuple[int, ...]) -> list[dict]:
+        return [user(*(text(f"block {i}" + (" changed" if i == changed else ""),
+                            EPHEMERAL if i in marked else None) for i in range(31)))]
+
+    written = blocks(None, (29,))
+    written[0]["content"].pop()  # the first request has 30 blocks
+    await _ask(client, system=system, messages=written)
+    # Block 24 changed (0-based; the docs' block 25): the prefix through block 23 still reads.
+    await _ask(client, system=system, messages=blocks(24, (30,)))
+    assert server.requests[1].cache.read_location == "messages.0.content.23"
+    # Block 4 changed: 20 blocks back from 30 is block 11, so nothing is found...
+    server.clear_cache()
+    await _ask(client, system=system, messages=written)
+    far = await _ask(client, system=system, messages=blocks(4, (30,)))
+    assert (far.usage.cache_read_input_tokens, server.requests[3].cache.read_location) == (0, None)
+    # ...unless a breakpoint sits on the changed block: its lookback finds block 3.
+    server.clear_cache()
+    await _ask(client, system=system, messages=written)
+    await _ask(client, system=system, messages=blocks(4, (4, 30)))
+    assert server.requests[5].cache.read_location == "messages.0.content.3"
+
+
 def _reads(*ids: str) -> dict:
     return assistant(*({"type": "tool_use", "id": i, "name": "Read", "input": {"path": i}}
                        for i in ids))
@@ -209,11 +252,14 @@ async def test_parallel_tool_results_are_cached_up_to_the_marked_one(server: Scr
     assert server.requests[1].cache.read_location == "messages.2.content.2"
     assert reply.usage.cache_read_input_tokens == prefix_tokens(body, "messages.2.content.2")
     assert server.requests[1].cache.written == ("messages.4.content.0",)
-    # The marked result's prefix holds the other two: a different second result misses.
+    # The marked result's prefix holds the other two: with a different second result, what
+    # still matches ends at the first.
     changed = [*clean(turn[:2]), _results(("a", "one"), ("b", "TWO"), ("c", "3"),
                                           marker_last=False), *follow[3:]]
-    missed = await _ask(client, tools=_tools(), messages=changed)
-    assert missed.usage.cache_read_input_tokens == 0
+    partly = await _ask(client, tools=_tools(), messages=changed)
+    assert server.requests[2].cache.read_location == "messages.2.content.0"
+    assert partly.usage.cache_read_input_tokens == prefix_tokens(server.requests[2].body,
+                                                                 "messages.2.content.0")
 
 
 THINK = {"type": "thinking", "thinking": "The user wants the weather; call the tool.",
@@ -232,16 +278,17 @@ async def test_thinking_blocks_in_the_prefix(server: ScriptedServer, client):
     still_looping = [*clean(loop), _reads("b"), _results(("b", "22 C"))]
     await _ask(client, system=system, messages=still_looping)
     assert server.requests[1].cache.read_location == "messages.2.content.0"
-    # A new user message ends the loop: the API strips earlier thinking, so the cached prefix
-    # through the tool result no longer matches; the system prompt's still does.
+    # A new user message ends the loop: the API strips earlier thinking, so what the cache
+    # still matches ends at the first user message, before the thinking was.
     new_turn = [*clean(loop), assistant(text("It is sunny.")), user(text("Thanks!", EPHEMERAL))]
     after = await _ask(client, system=system, messages=new_turn)
-    assert server.requests[2].cache.read_location == "system.0"
+    assert server.requests[2].cache.read_location == "messages.0.content.0"
     stripped = {**server.requests[2].body, "messages": [
         new_turn[0], assistant(*_reads("a")["content"]), *new_turn[2:]]}
     assert sum(_split(after.usage)) == total_tokens(stripped)
+    assert after.usage.cache_read_input_tokens == prefix_tokens(stripped, "messages.0.content.0")
     assert after.usage.cache_creation_input_tokens == (
-        prefix_tokens(stripped, "messages.4.content.0") - prefix_tokens(stripped, "system.0"))
+        prefix_tokens(stripped, "messages.4.content.0") - after.usage.cache_read_input_tokens)
 
 
 async def test_a_thinking_block_cannot_carry_a_breakpoint(server: ScriptedServer, client):

@@ -129,10 +129,10 @@ async def test_clearing_moves_the_cache_prefix(scenario, client):
     await _edit(client, messages, edit, system=system)
     again = await _edit(client, messages, edit, system=system)
     assert scenario.requests[1].cache.read_location == "messages.8.content.1"
-    # Clearing one more result changes the prompt early on: only the system prefix still hits.
+    # Clearing one more result changes the prompt there: what still hits ends just before it.
     more = await _edit(client, messages, {**edit, "keep": {"type": "tool_uses", "value": 2}},
                        system=system)
-    assert scenario.requests[2].cache.read_location == "system.0"
+    assert scenario.requests[2].cache.read_location == "messages.3.content.0"
     assert more.usage.cache_read_input_tokens < again.usage.cache_read_input_tokens
 
 

@@ -3,9 +3,12 @@
 The rules are the Messages API's (docs/scripted-model.md cites them). A breakpoint's prefix is
 everything up to and including its block. A request reads the longest prefix an earlier
 request cached that is still alive, looking from each breakpoint (the last first) back over
-at most 20 blocks, the breakpoint's own block included; then every breakpoint's prefix is in
-the cache with its lifetime (5 minutes, or 1 hour with `"ttl": "1h"`), and the entry read is
-refreshed. Prefixes shorter than the model's minimum are neither written nor read. Entries are
+at most 20 blocks, the breakpoint's own block included. Then the prefix through every block up
+to the last breakpoint is in the cache: as in the docs' lookback example, where a request that
+changed block 25 reads the prefix through block 24 that an earlier request wrote when it cached
+block 30. Each gets the lifetime of the first breakpoint at or after it (5 minutes, or 1 hour
+with `"ttl": "1h"`); one already there is refreshed. Prefixes shorter than the model's minimum
+are neither written nor read. Entries are
 keyed by the imitated model and the exact prefix text (plus tool_choice, the thinking setting
 and whether images are present, for prefixes that reach into `messages`): scenarios share them
 like an organisation's requests do.
@@ -30,7 +33,7 @@ __all__ = ["LOOKBACK", "Breakpoint", "CacheAccount", "ManualClock", "PromptCache
 
 LOOKBACK = 20
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
-MAX_ENTRIES = 10_000  # least recently used entries beyond this are forgotten
+MAX_ENTRIES = 50_000  # least recently used entries beyond this are forgotten
 
 
 @dataclass(frozen=True)
@@ -117,10 +120,13 @@ class PromptCache:
             points = prompt.breakpoints
             cached = [i for i in points if prompt.tokens_at(i) >= minimum]
             hit = self._lookup(prompt, points, key, now, minimum)
-            for i in cached:
-                self._touch(key(i), TTL_SECONDS[prompt.blocks[i].ttl or "5m"], now)
-            if hit is not None:
-                self._touch(key(hit), 0.0, now)
+            start = 0
+            for point in cached:
+                ttl = TTL_SECONDS[prompt.blocks[point].ttl or "5m"]
+                for i in range(start, point + 1):
+                    if prompt.tokens_at(i) >= minimum:
+                        self._touch(key(i), ttl, now)
+                start = point + 1
         read = prompt.tokens_at(hit) if hit is not None else 0
         new = [i for i in cached if hit is None or i > hit]
         last = prompt.tokens_at(new[-1]) if new else read
@@ -152,7 +158,8 @@ class PromptCache:
         return None
 
     def _touch(self, key: tuple[str, bytes, bytes], ttl: float, now: float) -> None:
-        """Write or refresh an entry; a refresh keeps the longer of the two lifetimes."""
+        """Write or refresh an entry (a read is refreshed this way too, since it lies within a
+        prefix the request writes); a refresh keeps the longer of the two lifetimes."""
         entry = self._entries.get(key)
         if entry is None or now >= entry.expires:
             entry = self._entries[key] = _Entry(ttl, now + ttl)

@@ -119,8 +119,10 @@ def apply_edits(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, An
         if not doomed:
             continue
         edited = {**body, "messages": _clear(messages, doomed, edit.get("clear_tool_inputs"))}
-        cleared = before - build_prompt(edited).tokens
-        if cleared < (edit.get("clear_at_least") or {"value": 0})["value"]:
+        # A result shorter than the placeholder clears nothing: report 0, not a negative count.
+        cleared = max(before - build_prompt(edited).tokens, 0)
+        at_least = edit.get("clear_at_least")
+        if at_least is not None and cleared < at_least["value"]:
             continue
         body = edited
         applied.append({"type": CLEAR_TOOL_USES, "cleared_tool_uses": len(doomed),

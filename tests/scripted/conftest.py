@@ -10,13 +10,32 @@ from typing import Any
 import anthropic
 import pytest
 
-from heddle.scripted import ScriptedServer
+from heddle.scripted import ManualClock, ScriptedServer
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[ScriptedServer]:
     async with ScriptedServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def clocked(clock: ManualClock) -> AsyncIterator[ScriptedServer]:
+    """A server whose prompt-cache lifetimes run on `clock`; pair it with `clocked_client`."""
+    async with ScriptedServer(clock=clock) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def clocked_client(clocked: ScriptedServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    sdk = anthropic.AsyncAnthropic(base_url=clocked.url, api_key="test", max_retries=0)
+    yield sdk
+    await sdk.close()
 
 
 @pytest.fixture

@@ -4,10 +4,12 @@ Tests, the demo and benchmarks point the real `anthropic` SDK at it. Each model 
 scenario: a list of scripted responses, including faults. See docs/scripted-model.md.
 """
 
+from .cache import Breakpoint, CacheAccount, ManualClock
+from .models import API_MODELS, ApiModel
 from .scenario import Scenario, ScenarioError, load_scenario, parse_scenario
 from .server import RecordedRequest, ScriptedServer
 
 __all__ = [
-    "RecordedRequest", "Scenario", "ScenarioError", "ScriptedServer", "load_scenario",
-    "parse_scenario",
+    "API_MODELS", "ApiModel", "Breakpoint", "CacheAccount", "ManualClock", "RecordedRequest",
+    "Scenario", "ScenarioError", "ScriptedServer", "load_scenario", "parse_scenario",
 ]

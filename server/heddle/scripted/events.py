@@ -93,17 +93,21 @@ def render(step: Step, *, max_tokens: int, new_tool_id: Callable[[], str]) -> Re
     )
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
-    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+def _usage(input_usage: dict[str, Any], output_tokens: int) -> dict[str, Any]:
+    return {**input_usage, "output_tokens": output_tokens}
 
 
-def message_json(r: Rendered, *, message_id: str, model: str, input_tokens: int) -> dict[str, Any]:
-    return {
+def message_json(r: Rendered, *, message_id: str, model: str, usage: dict[str, Any],
+                 context_management: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole message. `usage`: the input half (cache.CacheAccount.usage())."""
+    message = {
         "id": message_id, "type": "message", "role": "assistant", "model": model,
         "content": list(r.blocks), "stop_reason": r.stop_reason,
-        "stop_sequence": r.stop_sequence, "usage": _usage(input_tokens, r.output_tokens),
+        "stop_sequence": r.stop_sequence, "usage": _usage(usage, r.output_tokens),
     }
+    if context_management is not None:
+        message["context_management"] = context_management
+    return message
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
@@ -139,10 +143,11 @@ def _deltas(block: dict[str, Any], chunk: int) -> Iterator[dict[str, Any]]:
             yield {"type": "input_json_delta", "partial_json": piece}
 
 
-def sse_events(r: Rendered, *, message_id: str, model: str, input_tokens: int) -> list[Event]:
-    start = message_json(r, message_id=message_id, model=model, input_tokens=input_tokens)
-    start.update(content=[], stop_reason=None, stop_sequence=None,
-                 usage=_usage(input_tokens, 0))
+def sse_events(r: Rendered, *, message_id: str, model: str, usage: dict[str, Any],
+               context_management: dict[str, Any] | None = None) -> list[Event]:
+    """The stream: cache usage in message_start, context edits in the final message_delta."""
+    start = message_json(r, message_id=message_id, model=model, usage=usage)
+    start.update(content=[], stop_reason=None, stop_sequence=None, usage=_usage(usage, 0))
     events: list[Event] = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(r.blocks):
         events.append(("content_block_start", {"type": "content_block_start", "index": index,
@@ -155,11 +160,14 @@ def sse_events(r: Rendered, *, message_id: str, model: str, input_tokens: int) -
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     if not r.blocks:
         events.append(("ping", {"type": "ping"}))
-    events.append(("message_delta", {
+    delta: dict[str, Any] = {
         "type": "message_delta",
         "delta": {"stop_reason": r.stop_reason, "stop_sequence": r.stop_sequence},
-        "usage": _usage(input_tokens, r.output_tokens),
-    }))
+        "usage": _usage(usage, r.output_tokens),
+    }
+    if context_management is not None:
+        delta["context_management"] = context_management
+    events.append(("message_delta", delta))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 

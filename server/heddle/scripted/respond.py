@@ -115,9 +115,10 @@ class StepReply:
     rendered: Rendered
     stream: bool
     model: str
-    input_tokens: int
+    usage: dict[str, Any]  # the input half of `usage`, cache fields included
     message_id: str
     request_id: str
+    context_management: dict[str, Any] | None = None
 
 
 async def send_step(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -126,7 +127,7 @@ async def send_step(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     if not reply.stream:
         return await _send_message(reader, writer, reply, fault, keep_alive)
     events = sse_events(reply.rendered, message_id=reply.message_id, model=reply.model,
-                        input_tokens=reply.input_tokens)
+                        usage=reply.usage, context_management=reply.context_management)
     body = ChunkedResponse(writer)
     await body.start(200, [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
                            *_common(reply.request_id, keep_alive)])
@@ -163,7 +164,7 @@ async def _send_message(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
         await _cut(reader, writer, fault)
         return False
     body = message_json(reply.rendered, message_id=reply.message_id, model=reply.model,
-                        input_tokens=reply.input_tokens)
+                        usage=reply.usage, context_management=reply.context_management)
     return await send_json(writer, 200, body, request_id=reply.request_id,
                            keep_alive=keep_alive)
 

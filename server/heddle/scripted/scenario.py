@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from .models import DEFAULT_CACHE_MINIMUM, ApiModel, find_api_model
+
 __all__ = [
     "BUNDLED_DIR",
     "Fault",
@@ -152,16 +154,44 @@ class Step(_Spec):
 
 class Scenario(_Spec):
     steps: tuple[Step, ...]
-    context_window: int = 200_000
+    # Omitted: the apiModel's context window (with its 1M beta), else 200000.
+    context_window: int | None = None
     # True: after the last step the cursor goes back to the first (benchmarks).
     repeat: bool = False
     description: str = ""
+    # The real model (id or alias) whose output limit and cache minimum this scenario imitates.
+    # Omitted: no output limit, and the Sonnet cache minimum (1024 tokens).
+    api_model: str | None = None
 
     def __post_init__(self) -> None:
-        if self.context_window < 1:
+        if self.context_window is not None and self.context_window < 1:
             raise ValueError("contextWindow must be at least 1")
         if self.repeat and not self.steps:
             raise ValueError("a repeating scenario needs at least one step")
+        if self.api_model is not None:
+            find_api_model(self.api_model)
+
+    @property
+    def model(self) -> ApiModel | None:
+        return find_api_model(self.api_model) if self.api_model is not None else None
+
+    def window(self, betas: frozenset[str]) -> int:
+        """The context window a request with these beta headers gets."""
+        if self.context_window is not None:
+            return self.context_window
+        model = self.model
+        return model.window(betas) if model else 200_000
+
+    @property
+    def cache_minimum(self) -> int:
+        model = self.model
+        return model.cache_minimum if model else DEFAULT_CACHE_MINIMUM
+
+    @property
+    def cache_model(self) -> str:
+        """Whose cache entries this scenario shares: the imitated model's id ("" if none)."""
+        model = self.model
+        return model.id if model else ""
 
 
 def parse_scenario(data: Scenario | dict[str, Any] | bytes | str, *, source: str = "scenario",

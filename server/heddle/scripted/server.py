@@ -1,8 +1,9 @@
 """ScriptedServer: an HTTP server that answers the Anthropic Messages API from scenarios.
 
 The request's `model` names the scenario. Each request is validated like the real API,
-recorded, and answered by the scenario's next step (see docs/scripted-model.md).
-State shared with other threads (scenarios, cursors, recordings) sits behind one lock.
+recorded with its prompt-cache accounting, and answered by the scenario's next step (see
+docs/scripted-model.md). State shared with other threads (scenarios, cursors, recordings) sits
+behind one lock; the prompt cache has its own.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from .cache import CacheAccount, PromptCache, uncached
+from .context_edits import check_context_management, prepare
 from .events import render
+from .prompt import Prompt, build_prompt
 from .respond import (Cursor, StepReply, advance, default_message, fault_headers, planned_status,
                       send_error, send_json, send_step)
 from .scenario import Scenario, ScenarioError, Step, error_type_for, load_scenario, parse_scenario
-from .validate import check_request, estimate_input_tokens, last_user_text
+from .validate import check_request, last_user_text
 from .wire import MAX_HEAD, HttpError, Request, read_request
 
 __all__ = ["RecordedRequest", "ScriptedServer"]
@@ -38,7 +42,11 @@ STOP_TIMEOUT = 5.0
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as received. `status` is the HTTP status sent (0: closed before any)."""
+    """One request as received. `status` is the HTTP status sent (0: closed before any).
+
+    `cache`: what the request read from and wrote to the prompt cache (None when it was not
+    answered with a message); `context_management`: the response's field of that name.
+    """
 
     scenario: str | None
     step_index: int | None
@@ -47,11 +55,27 @@ class RecordedRequest:
     status: int
     at: float
     path: str = "/v1/messages"
+    cache: CacheAccount | None = None
+    context_management: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A valid request, as the model sees it after context edits."""
+
+    name: str
+    sent: dict[str, Any]  # as received, for the record
+    body: dict[str, Any]  # as the model sees it
+    betas: frozenset[str]
+    prompt: Prompt
+    context_management: dict[str, Any] | None
 
 
 class ScriptedServer:
     def __init__(self, scenarios: Mapping[str, Scenario | dict[str, Any]] | None = None, *,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` (seconds) times the prompt cache's lifetimes; tests pass a ManualClock."""
         self._host = host
         self._requested_port = port
         self._port: int | None = None
@@ -61,6 +85,7 @@ class ScriptedServer:
         self._requests: list[RecordedRequest] = []
         self._ids = itertools.count(1)
         self._tool_ids = itertools.count(1)
+        self._cache = PromptCache(clock)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         for name, scenario in (scenarios or {}).items():
@@ -92,6 +117,10 @@ class ScriptedServer:
     def requests_for(self, name: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self._requests if r.scenario == name]
+
+    def clear_cache(self) -> None:
+        """Forget every prompt-cache entry (the real API has no such call)."""
+        self._cache.clear()
 
     def cursor(self, name: str) -> int:
         """Index of the step the scenario's next request gets."""
@@ -222,11 +251,14 @@ class ScriptedServer:
         return f"req_scripted_{next(self._ids)}"
 
     def _record(self, scenario: str | None, step: int | None, body: Any,
-                headers: dict[str, str], status: int, path: str) -> None:
+                headers: dict[str, str], status: int, path: str,
+                cache: CacheAccount | None = None,
+                context_management: dict[str, Any] | None = None) -> None:
         log.info("%s model=%s step=%s -> %s", path or "?", scenario, step, status)
         with self._lock:
             self._requests.append(RecordedRequest(scenario, step, body, headers, status,
-                                                  time.monotonic(), path))
+                                                  time.monotonic(), path, cache,
+                                                  context_management))
 
     async def _route(self, request: Request, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> bool:
@@ -250,56 +282,80 @@ class ScriptedServer:
         name = body.get("model") if isinstance(body, dict) else None
         name = name if isinstance(name, str) else None
         counting = request.path.endswith("count_tokens")
-        error = check_request(body, counting=counting)
+        betas = frozenset(b.strip() for b in request.headers.get("anthropic-beta", "").split(",")
+                          if b.strip())
+        error = (check_request(body, counting=counting)
+                 or check_context_management(body, betas))
         if error is not None:
             return await reject(400, error, name, None, body)
         with self._lock:
             scenario = self._scenarios.get(name)
         if scenario is None:
             return await reject(404, f"model: {name}", name, None, body)
-        input_tokens = estimate_input_tokens(body)
-        if input_tokens > scenario.context_window:
-            return await reject(400, _too_long(input_tokens, scenario), name, None, body)
+        model = scenario.model
+        error = model.output_error(body["max_tokens"], betas) if model and not counting else None
+        if error is not None:
+            return await reject(400, error, name, None, body)
+        checked = _check(name, body, betas)
+        input_tokens = checked.prompt.tokens
+        if input_tokens > scenario.window(betas):
+            return await reject(400, _too_long(input_tokens, scenario, betas), name, None, body)
         if counting:
             self._record(name, None, body, request.headers, 200, request.path)
-            return await send_json(writer, 200, {"input_tokens": input_tokens},
-                                   request_id=request_id, keep_alive=keep)
+            answer: dict[str, Any] = {"input_tokens": input_tokens}
+            if "context_management" in body:
+                answer["context_management"] = {
+                    "original_input_tokens": build_prompt(body).tokens}
+            return await send_json(writer, 200, answer, request_id=request_id, keep_alive=keep)
+        return await self._answer(request, request_id, checked, reader, writer)
 
-        return await self._answer(request, request_id, name, body, input_tokens, reader, writer)
-
-    async def _answer(self, request: Request, request_id: str, name: str, body: dict[str, Any],
-                      input_tokens: int, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> bool:
+    async def _answer(self, request: Request, request_id: str, checked: _Checked,
+                      reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Answer a valid /v1/messages request with the scenario's next step."""
         keep = request.keep_alive
-        last_user = last_user_text(body["messages"])
+        name, body, sent = checked.name, checked.body, checked.sent
+        last_user = last_user_text(sent["messages"])
         with self._lock:
             scenario = self._scenarios[name]  # add_scenario may have replaced it meanwhile
             index, step, self._cursors[name] = advance(name, scenario, self._cursors[name],
                                                        last_user)
         if not isinstance(step, Step):
-            self._record(name, index, body, request.headers, 400, request.path)
+            self._record(name, index, sent, request.headers, 400, request.path)
             return await send_error(writer, 400, step, request_id=request_id, keep_alive=keep)
         fault = step.fault
         if fault and fault.status is not None:
-            message = (_too_long(input_tokens, scenario) if fault.prompt_too_long
-                       else fault.message)
-            self._record(name, index, body, request.headers, fault.status, request.path)
+            message = (_too_long(checked.prompt.tokens, scenario, checked.betas)
+                       if fault.prompt_too_long else fault.message)
+            self._record(name, index, sent, request.headers, fault.status, request.path)
             return await send_error(
                 writer, fault.status, message or default_message(error_type_for(fault.status)),
                 request_id=request_id, keep_alive=keep, headers=fault_headers(fault))
 
         stream = bool(body.get("stream"))
-        self._record(name, index, body, request.headers, planned_status(fault, stream),
-                     request.path)
+        status = planned_status(fault, stream)
+        # The cache is read and written once a response begins; a request answered with an
+        # error status or a closed connection leaves it as it was.
+        answered = status == 200
+        account = (self._cache.account(checked.prompt, model=scenario.cache_model,
+                                       minimum=scenario.cache_minimum) if answered
+                   else uncached(checked.prompt.tokens, scenario.cache_minimum))
+        self._record(name, index, sent, request.headers, status, request.path,
+                     account if answered else None, checked.context_management)
         rendered = render(step, max_tokens=body["max_tokens"], new_tool_id=self._new_tool_id)
-        reply = StepReply(step, rendered, stream, name, input_tokens,
-                          f"msg_scripted_{next(self._ids)}", request_id)
+        reply = StepReply(step, rendered, stream, name, account.usage(),
+                          f"msg_scripted_{next(self._ids)}", request_id,
+                          checked.context_management)
         return await send_step(reader, writer, reply, keep)
 
     def _new_tool_id(self) -> str:
         return f"toolu_{next(self._tool_ids)}"
 
 
-def _too_long(tokens: int, scenario: Scenario) -> str:
-    return f"prompt is too long: {tokens} tokens > {scenario.context_window} maximum"
+def _check(name: str, body: dict[str, Any], betas: frozenset[str]) -> _Checked:
+    """Apply the request's context edits and build the prompt the model and the cache see."""
+    edited, context = prepare(body)
+    return _Checked(name, body, edited, betas, build_prompt(edited), context)
+
+
+def _too_long(tokens: int, scenario: Scenario, betas: frozenset[str]) -> str:
+    return f"prompt is too long: {tokens} tokens > {scenario.window(betas)} maximum"

@@ -6,10 +6,9 @@ the server turns a message into a 400 `invalid_request_error` and consumes no st
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import msgspec
+from .prompt import build_prompt, check_cache_control, estimate_tokens
 
 __all__ = ["check_request", "estimate_input_tokens", "estimate_tokens", "last_user_text"]
 
@@ -18,20 +17,12 @@ _ASSISTANT_BLOCKS = {
     "text", "tool_use", "thinking", "redacted_thinking", "server_tool_use",
     "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
 }
-_encode = msgspec.json.Encoder().encode
-
-
-def estimate_tokens(chars: int) -> int:
-    return math.ceil(chars / 4)
-
-
-def _json_chars(value: Any) -> int:
-    return len(_encode(value).decode()) if value is not None else 0
 
 
 def estimate_input_tokens(body: dict[str, Any]) -> int:
-    """ceil(characters of compact JSON of system, messages and tools / 4); absent counts 0."""
-    return estimate_tokens(sum(_json_chars(body.get(k)) for k in ("system", "messages", "tools")))
+    """ceil(characters of the compact JSON of tools, system and messages / 4), absent counting
+    0, without cache_control markers and the thinking of earlier turns (see prompt.py)."""
+    return build_prompt(body).tokens
 
 
 def last_user_text(messages: list[Any]) -> str:
@@ -64,7 +55,7 @@ def check_request(body: Any, *, counting: bool = False) -> str | None:
         if field not in body:
             return f"{field}: Field required"
     return (_check_params(body) or _check_tools(body.get("tools"))
-            or _check_messages(body["messages"]))
+            or _check_messages(body["messages"]) or check_cache_control(body))
 
 
 def _check_params(body: dict[str, Any]) -> str | None:

@@ -1,0 +1,78 @@
+"""A scenario's `apiModel`: the real model's output limit and context window."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+
+from heddle.scripted import ScenarioError, ScriptedServer, parse_scenario
+
+from .conftest import text_step, user
+
+
+def _scenario(model: str | None = None) -> dict:
+    return {"repeat": True, "steps": [text_step("ok")], **({"apiModel": model} if model else {})}
+
+
+async def _create(client: anthropic.AsyncAnthropic, **kwargs):
+    # An explicit timeout: the SDK refuses large non-streamed max_tokens without one.
+    return await client.messages.create(timeout=30, **kwargs)
+
+
+# The docs' "Max output" (models overview, 2025-11-08), written out here, not read from the table.
+@pytest.mark.parametrize(("model", "full_id", "limit"), [
+    ("claude-opus-4-1", "claude-opus-4-1-20250805", 32_000),
+    ("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", 64_000),
+    ("claude-haiku-4-5-20251001", "claude-haiku-4-5-20251001", 64_000),
+    ("claude-3-5-haiku-latest", "claude-3-5-haiku-20241022", 8192),
+])
+async def test_max_tokens_above_the_models_limit_is_refused(server: ScriptedServer, client,
+                                                            model, full_id, limit):
+    server.add_scenario("s", _scenario(model))
+    ok = await _create(client, model="s", max_tokens=limit, messages=user("hi"))
+    assert ok.content[0].text == "ok"
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await _create(client, model="s", max_tokens=limit + 1, messages=user("hi"))
+    assert caught.value.body["error"] == {
+        "type": "invalid_request_error",
+        "message": f"max_tokens: {limit + 1} > {limit}, which is the maximum allowed number of "
+                   f"output tokens for {full_id}"}
+    assert server.cursor("s") == 0 and server.requests[-1].step_index is None
+
+
+async def test_without_api_model_there_is_no_output_limit(server: ScriptedServer, client):
+    server.add_scenario("s", _scenario())
+    reply = await _create(client, model="s", max_tokens=1_000_000, messages=user("hi"))
+    assert reply.stop_reason == "end_turn"
+
+
+async def test_the_128k_output_beta_raises_sonnet_3_7s_limit(server: ScriptedServer, client):
+    server.add_scenario("s", _scenario("claude-3-7-sonnet-20250219"))
+    with pytest.raises(anthropic.BadRequestError):
+        await _create(client, model="s", max_tokens=64_001, messages=user("hi"))
+    beta = {"anthropic-beta": "output-128k-2025-02-19"}
+    await _create(client, model="s", max_tokens=128_000, messages=user("hi"),
+                                 extra_headers=beta)
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await _create(client, model="s", max_tokens=128_001, messages=user("hi"),
+                                     extra_headers=beta)
+    assert "128001 > 128000" in caught.value.body["error"]["message"]
+
+
+async def test_the_context_window_comes_from_the_model(server: ScriptedServer, client):
+    server.add_scenario("s", _scenario("claude-sonnet-4-5"))
+    server.add_scenario("small", {**_scenario("claude-sonnet-4-5"), "contextWindow": 100})
+    big = user("x" * 800_100)  # just over 200,000 tokens
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await _create(client, model="s", max_tokens=10, messages=big)
+    assert caught.value.body["error"]["message"].endswith("tokens > 200000 maximum")
+    await _create(client, model="s", max_tokens=10, messages=big,
+                                 extra_headers={"anthropic-beta": "context-1m-2025-08-07"})
+    with pytest.raises(anthropic.BadRequestError) as caught:  # contextWindow overrides it
+        await _create(client, model="small", max_tokens=10, messages=user("y" * 500))
+    assert caught.value.body["error"]["message"].endswith("tokens > 100 maximum")
+
+
+def test_an_unknown_api_model_fails_when_the_scenario_loads():
+    with pytest.raises(ScenarioError, match="apiModel 'claude-opus-9' is not a known model"):
+        parse_scenario(_scenario("claude-opus-9"))

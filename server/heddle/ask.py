@@ -50,20 +50,37 @@ NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to
                "--mode acceptEdits (allow edits) or --mode bypassPermissions (allow everything).")
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _prompt(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the prompt is empty")
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("prompt", nargs="+", help="what to ask")
+    p.add_argument("prompt", nargs="+", type=_prompt, help="what to ask")
     p.add_argument("-w", "--workspace", default=".", help="workspace folder (default: the current one)")
     p.add_argument("-m", "--model", help="model id (default: HEDDLE_MODEL or the daemon's default)")
     p.add_argument("--mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"],
-                   help="permission mode (default: default)")
+                   help="permission mode (default: permissions.mode of the settings files, "
+                        "else default)")
     answer = p.add_mutually_exclusive_group()
     answer.add_argument("-y", "--yes", action="store_true",
                         help="allow every permission request once, without asking")
     answer.add_argument("--no", dest="reject", action="store_true",
                         help="reject every permission request, without asking")
-    p.add_argument("--max-turns", type=int, help="upper bound on model calls")
+    p.add_argument("--max-turns", type=_positive, help="upper bound on model calls")
     p.add_argument("--daemon", help="command that starts the daemon (default: this heddle)")
     resume = p.add_mutually_exclusive_group()
     resume.add_argument("-s", "--session", help="continue this session (an id from --continue's "
@@ -278,8 +295,12 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         loaded = await conn.request("session/load", {"sessionId": session_id})
     finally:
         renderer.event = printing
+    turns = loaded["turns"]
     print(f"[continuing session {loaded['sessionId']}: {loaded['title']} "
-          f"({loaded['turns']} turns)]", file=sys.stderr)
+          f"({turns} turn{'' if turns == 1 else 's'})]", file=sys.stderr)
+    if loaded["workspace"] != workspace:  # -w (or the current folder) names another one
+        print(f"heddle: the session works in {loaded['workspace']}, not {workspace}",
+              file=sys.stderr)
     # A loaded session keeps the model and mode it was created with (session/load takes
     # neither), so say so rather than drop the option silently.
     if args.model and args.model != loaded["model"]:

@@ -73,8 +73,9 @@ class Renderer:
         elif kind == "toolCallFinished":
             mark = {"ok": "└", "error": "✗", "rejected": "✗", "cancelled": "✗"}[ev["status"]]
             colour = "2" if ev["status"] == "ok" else "31"
-            self._line(self._c(colour, f"  {mark} {ev['status'] if ev['status'] != 'ok' else ''}"
-                               f"{': ' if ev['status'] != 'ok' else ''}{ev['summary']}"))
+            status, summary = ev["status"], ev["summary"]
+            said = "" if status == "ok" else status if summary == status else f"{status}: "
+            self._line(self._c(colour, f"  {mark} {said}{summary if summary != status else ''}"))
         elif kind == "permissionAnswered" and ev.get("reason"):
             self._line(self._c("33", f"  permission {ev['decision']}: {ev['reason']}"))
         elif kind == "retry":

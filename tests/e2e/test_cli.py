@@ -112,12 +112,23 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert ("heddle: -m other is ignored: a continued session keeps its model (chat)"
             in second.stderr)
     assert "Second answer." in second.stdout and "First answer." not in second.stdout
-    assert f"continuing session {session_id}: remember 42 (1 turns)" in second.stderr
+    assert f"continuing session {session_id}: remember 42 (1 turn)" in second.stderr
     sent = scripted.requests_for("chat")[1].body["messages"]
     assert sent[0]["content"][0]["text"] == "remember 42"
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
     assert missing.returncode == 1 and "no session" in missing.stderr
+    elsewhere = workspace.parent / "elsewhere"
+    elsewhere.mkdir()
+    third = heddle(["ask", "-w", str(elsewhere), "-s", session_id, "and now?"], daemon_env)
+    assert f"heddle: the session works in {workspace}, not {elsewhere}" in third.stderr
+
+
+def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
+    for args, why in ((["  "], "the prompt is empty"), (["--max-turns", "0", "hi"],
+                                                         "must be at least 1, not 0")):
+        result = heddle(["ask", "-w", str(workspace), *args], daemon_env)
+        assert result.returncode == 2 and why in result.stderr, result.stderr
 
 
 def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):

@@ -177,6 +177,35 @@ async def test_everything_sent_at_start_is_answered_in_order(raw, daemon_env, wo
     assert "the server computes" not in log and "Traceback" not in log
 
 
+@pytest.mark.parametrize("close_stdin", [False, True], ids=["stdin-open", "stdin-closed"])
+@pytest.mark.parametrize("shutdown", [True, False], ids=["after-shutdown", "no-shutdown"])
+async def test_exit_sent_at_start_comes_after_every_answer(raw, daemon_env, shutdown,
+                                                           close_stdin):
+    """`exit` written together with the first requests, while the daemon still loads, is
+    handled in order: every request before it is answered, then the daemon exits, with code
+    0 if `shutdown` came first and 1 if not (also when stdin ends right after, as with a pipe)."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}},
+        *([{"jsonrpc": "2.0", "id": 3, "method": "shutdown"}] if shutdown else []),
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                            for body in (json.dumps(m).encode() for m in messages)))
+    if close_stdin:
+        raw.proc.stdin.close()
+    replies = [await raw.read() for _ in range(3 if shutdown else 2)]
+    assert [r["id"] for r in replies] == ([1, 2, 3] if shutdown else [1, 2])
+    assert all("result" in r for r in replies), replies
+    assert replies[1]["result"]["sessions"] == []
+    assert await asyncio.wait_for(raw.proc.stdout.read(), 10) == b""  # nothing after them
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == (0 if shutdown else 1)
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "Traceback" not in log
+
+
 async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_env,
                                                                          daemon_command):
     env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}

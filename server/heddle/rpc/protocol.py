@@ -64,6 +64,13 @@ class HeddleProtocol(LanguageServerProtocol):
         self.initialize_seen = False
         self.client_heddle_capabilities: dict[str, Any] = {}
         self._early: EarlyInitialize | None = None
+        self.shutdown_received = False
+        """`shutdown` was handed to pygls: an `exit` after it exits with code 0, even before
+        its answer (which goes out before the daemon exits)."""
+        self.unanswered: set[Any] = set()
+        """Ids of the requests handed to pygls and not answered yet. A stopping daemon waits
+        for them: a handler that has not started yet is not in `requests_running`."""
+        self.all_answered = asyncio.Event()
 
     def answered_early(self, early: EarlyInitialize) -> None:
         """`initialize` request `early.id` was answered while the server loaded (see boot.py):
@@ -94,7 +101,7 @@ class HeddleProtocol(LanguageServerProtocol):
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "invalid request: method must be a string")
             return
         if method == lsp.EXIT:
-            self._server.request_stop(0 if self._shutdown else 1)
+            self._server.request_stop(0 if self.shutdown_received else 1)
             return
         if is_request and not self.initialize_seen and method != lsp.INITIALIZE:
             self._send_error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,
@@ -111,6 +118,8 @@ class HeddleProtocol(LanguageServerProtocol):
             return
         if method == lsp.INITIALIZE:
             self.initialize_seen = True
+        elif method == lsp.SHUTDOWN and is_request:
+            self.shutdown_received = True
         try:
             try:
                 structured = LanguageServerProtocol.structure_message(self, message)
@@ -132,7 +141,17 @@ class HeddleProtocol(LanguageServerProtocol):
             if is_request:
                 self._send_error(msg_id, ErrorCode.INVALID_REQUEST, f"invalid request: {exc}")
             return
+        if is_request:
+            self.unanswered.add(msg_id)
+            self.all_answered.clear()
         self.handle_message(structured)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        """Every answer to a request handed to pygls comes here (the early one too)."""
+        super()._send_response(msg_id, result, error)
+        self.unanswered.discard(msg_id)
+        if not self.unanswered:
+            self.all_answered.set()
 
     def _handle_response(self, msg_id, result=None, error=None):
         future = self._request_futures.get(msg_id)

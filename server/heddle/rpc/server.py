@@ -154,7 +154,7 @@ class HeddleServer(LanguageServer):
 
     def _on_close(self, why: str) -> None:
         log.info("%s; stopping", why)
-        self.request_stop(self.exit_code if self.protocol._shutdown else 1)
+        self.request_stop(0 if self.protocol.shutdown_received else 1)
 
     def _catch_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -168,12 +168,16 @@ class HeddleServer(LanguageServer):
         """Cancel every turn and let the requests in flight answer, within SHUTDOWN_GRACE."""
         with anyio.move_on_after(SHUTDOWN_GRACE) as scope:
             await self.cancel_all_turns()
-            while self.requests_running:
+            while self.requests_running or self.protocol.unanswered:
                 # A queued prompt starts a turn of its own when the turn it waited for ends:
                 # look again now and then. An answer goes out in its handler's done callback,
                 # which runs before this wait returns.
-                await asyncio.wait(list(self.requests_running), timeout=0.1,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                if self.requests_running:
+                    await asyncio.wait(list(self.requests_running), timeout=0.1,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                else:  # handed to pygls just before `exit` (all at once): not started yet
+                    with anyio.move_on_after(0.1):
+                        await self.protocol.all_answered.wait()
                 await self.cancel_all_turns()
         if scope.cancelled_caught:
             log.warning("stopping: %d requests did not finish within %g s",

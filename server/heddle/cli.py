@@ -14,6 +14,22 @@ from heddle import secret_env
 from heddle.xdg import state_dir
 
 
+class _OneLine(logging.Formatter):
+    """Records without their traceback: editors show a daemon's stderr to the user, and a
+    traceback there reads as a crash; the log file keeps it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def setup_logging(to_file: bool = True) -> None:
     level = os.environ.get("HEDDLE_LOG_LEVEL", "INFO").upper()
     stderr = logging.StreamHandler(sys.stderr)
@@ -24,12 +40,13 @@ def setup_logging(to_file: bool = True) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handlers.append(RotatingFileHandler(path, maxBytes=5_000_000, backupCount=2))
-            # editors show a daemon's stderr as errors: with a log file, only warnings go there
+            # editors show a daemon's stderr as errors: with a log file, only warnings go there,
+            # each on one line (tracebacks: the log file only)
             stderr.setLevel(logging.WARNING)
+            stderr.setFormatter(_OneLine(LOG_FORMAT))
         except OSError as exc:
             print(f"heddle: cannot open log file {path}: {exc}", file=sys.stderr)
-    logging.basicConfig(level=level, handlers=handlers,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=level, handlers=handlers, format=LOG_FORMAT)
     for noisy in ("pygls", "httpx2", "httpcore2", "anthropic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     # pygls logs every error reply with a traceback; the daemon logs real failures itself

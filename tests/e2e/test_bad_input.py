@@ -206,6 +206,24 @@ async def test_exit_sent_at_start_comes_after_every_answer(raw, daemon_env, shut
     assert "Traceback" not in log
 
 
+async def test_requests_after_shutdown_are_refused_even_before_it_is_done(raw, daemon_env):
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
+    ]
+    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                            for body in (json.dumps(m).encode() for m in messages)))
+    replies = {r["id"]: r for r in [await raw.read() for _ in range(3)]}
+    assert "result" in replies[1] and "result" in replies[2]
+    assert replies[3]["error"]["code"] == -32600
+    assert "only exit is accepted" in replies[3]["error"]["message"]
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+
+
 async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_env,
                                                                          daemon_command):
     env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}

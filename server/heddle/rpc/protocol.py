@@ -111,7 +111,7 @@ class HeddleProtocol(LanguageServerProtocol):
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
                              f"{method}: the daemon is stopping")
             return
-        if self._shutdown:
+        if self.shutdown_received:  # from its arrival, not once its handler has run
             if is_request:
                 self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
                                  f"{method}: the server is shutting down; only exit is accepted")

@@ -60,16 +60,10 @@ def _positive(text: str) -> int:
     return value
 
 
-def _prompt(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("the prompt is empty")
-    return text
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("prompt", nargs="+", type=_prompt, help="what to ask")
+    p.add_argument("prompt", nargs="+", help="what to ask")
     p.add_argument("-w", "--workspace", default=".", help="workspace folder (default: the current one)")
     p.add_argument("-m", "--model", help="model id (default: HEDDLE_MODEL or the daemon's default)")
     p.add_argument("--mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"],
@@ -327,6 +321,9 @@ async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
 
 
 def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    if not " ".join(args.prompt).strip():  # the words together: `ask fix ""` is a prompt
+        print("heddle ask: error: the prompt is empty", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(ask(args, env=env))
     except KeyboardInterrupt:  # a Ctrl-C before the handler was set up or after it was removed

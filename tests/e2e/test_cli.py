@@ -125,8 +125,8 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
 
 
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
-    for args, why in ((["  "], "the prompt is empty"), (["--max-turns", "0", "hi"],
-                                                         "must be at least 1, not 0")):
+    for args, why in ((["  ", ""], "the prompt is empty"), (["--max-turns", "0", "hi"],
+                                                               "must be at least 1, not 0")):
         result = heddle(["ask", "-w", str(workspace), *args], daemon_env)
         assert result.returncode == 2 and why in result.stderr, result.stderr
 
@@ -280,11 +280,16 @@ def test_ctrl_c_at_a_permission_prompt_cancels_the_turn(daemon_env, scripted, wo
     assert "(turn/cancel)" in log and "SIGINT" not in log  # the Ctrl-C reached heddle ask only
 
 
-def test_ctrl_c_while_a_command_runs_kills_it(daemon_env, scripted, workspace):
-    command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+def one_command(scripted, command: str) -> None:
+    """Scenario "t": a Bash call of `command`, then an answer a cancelled turn never gets."""
     scripted.add_scenario("t", {"steps": [
         {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
         {"content": [{"type": "text", "text": "Never sent."}]}]})
+
+
+def test_ctrl_c_while_a_command_runs_kills_it(daemon_env, scripted, workspace):
+    command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    one_command(scripted, command)
     term = Terminal(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
     try:
         pids = [int(wait_for_text(workspace / f"{name}.pid")) for name in ("shell", "child")]
@@ -303,9 +308,7 @@ def test_ctrl_c_while_a_command_runs_kills_it(daemon_env, scripted, workspace):
 def test_a_second_ctrl_c_quits_at_once(daemon_env, scripted, workspace):
     # the command ignores SIGTERM, so the cancel waits its kill grace: time for a second Ctrl-C
     command = "trap '' TERM; sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
-    scripted.add_scenario("t", {"steps": [
-        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
-        {"content": [{"type": "text", "text": "Never sent."}]}]})
+    one_command(scripted, command)
     term = Terminal(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
     try:
         pids = [int(wait_for_text(workspace / f"{name}.pid")) for name in ("shell", "child")]

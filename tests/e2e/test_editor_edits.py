@@ -378,3 +378,12 @@ async def test_a_file_changed_during_review_is_not_clobbered(editor, scripted, w
         "Read it again and redo the edit.")
     assert editor.requests == [] and values.read_text() == THREE
     assert editor.text(values) == "# the user typed during the review\n" + THREE
+
+
+async def test_the_event_stream_carries_the_diff_not_the_texts(editor, scripted, workspace):
+    (workspace / "values.py").write_text(THREE)
+    editor.client.answer = lambda params: {"decision": "reject"}
+    await run_turn(editor, scripted, workspace, "asked", [multi_edit()], mode="default")
+    (asked,) = editor.client.turn_events("permissionAsked")
+    assert set(asked["preview"]) == {"kind", "path", "diff"}
+    assert asked["preview"]["diff"] == editor.client.permission_requests[0]["preview"]["diff"]

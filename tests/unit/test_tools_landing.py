@@ -54,6 +54,12 @@ async def test_open_documents_change_in_the_editor_from_the_buffers_text(ctx):
     assert docs.text(path) == text and path.read_text() == "one\ntwo\n"
     await Write().run(inp(Write(), ctx, path="new.txt", content="x\n"), ctx)  # not open: disk
     assert (ctx.workspace / "new.txt").read_text() == "x\n" and len(editor.applied) == 1
+    draft = ctx.workspace / "draft.py"  # a new, empty buffer: Edit creates it in the editor
+    docs.open(draft, "", 1)
+    out = await Edit().run(inp(Edit(), ctx, path="draft.py", old_string="", new_string="x\n"),
+                           ctx)
+    assert out.content == "Created draft.py (created)." and docs.text(draft) == "x\n"
+    assert not draft.exists()
 
 
 async def test_a_refused_edit_is_a_tool_error_that_quotes_the_editor(ctx):

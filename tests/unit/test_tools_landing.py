@@ -58,7 +58,7 @@ async def test_open_documents_change_in_the_editor_from_the_buffers_text(ctx):
     docs.open(draft, "", 1)
     out = await Edit().run(inp(Edit(), ctx, path="draft.py", old_string="", new_string="x\n"),
                            ctx)
-    assert out.content == "Created draft.py (created)." and docs.text(draft) == "x\n"
+    assert out.content == "Created draft.py." and docs.text(draft) == "x\n"
     assert not draft.exists()
 
 

@@ -155,8 +155,8 @@ class Edit(ToolBase):
         noun = "replacement" if count == 1 else "replacements"
         created = not before and inp.old_string == ""
         summary = "created" if created else f"{count} {noun}"
-        return ToolOutput(f"{'Created' if created else 'Edited'} {rel} ({summary}).",
-                          summary, diff=unified_diff(rel, before, after))
+        text = f"Created {rel}." if created else f"Edited {rel} ({summary})."
+        return ToolOutput(text, summary, diff=unified_diff(rel, before, after))
 
     async def run_reviewed(self, inp: EditInput, ctx: ToolContext, review: Review) -> ToolOutput:
         return await land_reviewed(ctx, Path(inp.path), review, self.name)

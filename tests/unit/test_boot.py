@@ -10,7 +10,7 @@ import pytest
 
 from heddle.rpc.boot import Boot, EarlyInitializeParams, initialize_result
 from heddle.rpc.server import HeddleServer
-from heddle.rpc.transport import frame
+from heddle.frames import Decoder
 from heddle.tools import BUILTIN_TOOL_NAMES
 from heddle.tools.registry import builtin_tools
 
@@ -49,7 +49,7 @@ class Capture:
         self.messages: list[dict] = []
 
     def write(self, data: bytes) -> None:
-        self.messages.append(msgspec.json.decode(data.partition(b"\r\n\r\n")[2]))
+        self.messages.extend(msgspec.json.decode(body) for body in Decoder().messages(data))
 
 
 def server_with_capture() -> tuple[HeddleServer, Capture]:
@@ -188,11 +188,6 @@ def test_a_different_server_answer_is_logged(caplog):
     server, out = handed_over(boot, caplog)
     assert out.messages == []
     assert "the server computes" in caplog.text
-
-
-def test_frame_round_trip():
-    body = msgspec.json.encode({"a": 1})
-    assert frame(body).partition(b"\r\n\r\n")[2] == body
 
 
 async def test_a_message_that_fails_during_start_up_does_not_stop_the_rest():

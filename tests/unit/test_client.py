@@ -9,11 +9,11 @@ import os
 import anyio
 
 from heddle.client import Connection
+from heddle.frames import encode
 
 
 def frame(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return encode(json.dumps(payload).encode())
 
 
 async def pipe_pair():

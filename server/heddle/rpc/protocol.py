@@ -24,9 +24,9 @@ from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage,
 from pygls.protocol.language_server import lsp_method
 
 from heddle_protocol import ErrorCode
+from heddle.frames import encode
 from heddle.rpc.boot import EarlyInitialize, valid_id
 from heddle.rpc.framing import BadInput
-from heddle.rpc.transport import frame
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class HeddleProtocol(LanguageServerProtocol):
 
     def send_raw(self, payload: Any) -> None:
         if self.writer is not None:
-            self.writer.write(frame(_encoder.encode(payload)))
+            self.writer.write(encode(_encoder.encode(payload)))
 
     def _is_early(self, msg_id: Any) -> bool:
         return self._early is not None and msg_id == self._early.id

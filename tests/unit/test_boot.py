@@ -73,11 +73,25 @@ def initialize(msg_id, params) -> dict:
 
 
 @pytest.mark.parametrize("params", PARAMS)
-def test_the_early_answer_is_what_the_server_answers(params):
+def test_the_early_answer_is_what_the_server_answers(params, caplog):
+    """The server answers with the early answer's result, and pygls computes the same."""
     server, out = server_with_capture()
-    server.protocol.handle_raw(initialize(1, params))
+    with caplog.at_level(logging.WARNING):
+        server.protocol.handle_raw(initialize(1, params))
     assert out.messages == [{"jsonrpc": "2.0", "id": 1, "result": initialize_result(
         msgspec.convert(params, EarlyInitializeParams))}]
+    assert "the server computes" not in caplog.text
+
+
+def test_the_answer_is_the_early_one_even_where_pygls_computes_another(caplog):
+    """One answer to `initialize` however fast the server loads; a difference is logged."""
+    server, out = server_with_capture()
+    server.feature("textDocument/hover")(lambda params: None)  # pygls would offer hover now
+    with caplog.at_level(logging.WARNING):
+        server.protocol.handle_raw(initialize(1, PARAMS[0]))
+    assert out.messages == [{"jsonrpc": "2.0", "id": 1, "result": initialize_result(
+        msgspec.convert(PARAMS[0], EarlyInitializeParams))}]
+    assert "the server computes" in caplog.text and "hoverProvider" in caplog.text
 
 
 def test_the_tool_list_matches_the_registry():

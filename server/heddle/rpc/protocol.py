@@ -130,8 +130,7 @@ class HeddleProtocol(PyglsProtocol):
             self.unanswered.add(msg_id)
             self.all_answered.clear()
             if method == lsp.INITIALIZE:  # pygls's answer to it is replaced (send_message)
-                self._initialize = (msg_id, self._early.result if self._is_early(msg_id)
-                                    else self._result_for(message.get("params")))
+                self._initialize = (msg_id, self._initialize_answer(msg_id, message))
         self.handle_message(structured)
 
     def answered(self, msg_id: Any) -> None:
@@ -163,9 +162,14 @@ class HeddleProtocol(PyglsProtocol):
     def _is_early(self, msg_id: Any) -> bool:
         return self._early is not None and msg_id == self._early.id
 
-    def _result_for(self, params: Any) -> dict[str, Any] | None:
+    def _initialize_answer(self, msg_id: Any, message: dict) -> dict[str, Any] | None:
+        """The result the daemon answers `initialize` with: the early one, or the same
+        computed now."""
+        if self._is_early(msg_id):
+            return self._early.result
         try:
-            result = initialize_result(msgspec.convert(params, EarlyInitializeParams))
+            params = msgspec.convert(message.get("params"), EarlyInitializeParams)
+            result = initialize_result(params)
         except msgspec.ValidationError:
             return None  # pygls answers (or refuses) what it makes of them
         result["capabilities"]["experimental"] = {"heddle": self.server.heddle_capabilities()}

@@ -105,17 +105,19 @@ class Decoder:
             self._buffer.eof = True
         return self._drain()
 
-    def messages(self, data: bytes) -> list[bytes]:
-        """The bodies that `data` completes; FrameError on anything else (b"" ends the input,
-        and raises if it ended inside a message)."""
-        bodies = []
+    def messages(self, data: bytes) -> Iterator[bytes]:
+        """The bodies that `data` completes; FrameError at the first thing that is not a
+        frame, after the bodies before it (b"" ends the input, and raises if it ended inside a
+        message). Take them all before feeding again."""
+        strict = self._strict
         for item in self.feed(data):
+            if strict is not None and strict.problem is not None:
+                raise FrameError(strict.problem)
             if isinstance(item, Refused):
                 raise FrameError(item.reason)
-            bodies.append(item)
-        if self._strict is not None and self._strict.problem is not None:
-            raise FrameError(self._strict.problem)
-        return bodies
+            yield item
+        if strict is not None and strict.problem is not None:
+            raise FrameError(strict.problem)
 
     @property
     def buffered(self) -> int:

@@ -21,16 +21,16 @@ def test_the_bodies_come_out_whatever_the_pieces(size):
     frames = Decoder()
     got = []
     for at in range(0, len(STREAM), size):
-        got += frames.messages(STREAM[at:at + size])
+        got += list(frames.messages(STREAM[at:at + size]))
     assert got == BODIES
-    assert frames.messages(b"") == [] and frames.finished
+    assert list(frames.messages(b"")) == [] and frames.finished
 
 
 def test_a_frame_is_given_only_once_it_is_complete():
     frames = Decoder()
     whole = encode(b'{"a":1}')
-    assert frames.messages(whole[:-1]) == []
-    assert frames.messages(whole[-1:] + whole[:3]) == [b'{"a":1}']
+    assert list(frames.messages(whole[:-1])) == []
+    assert list(frames.messages(whole[-1:] + whole[:3])) == [b'{"a":1}']
 
 
 @pytest.mark.parametrize("data, reason", [
@@ -41,14 +41,21 @@ def test_a_frame_is_given_only_once_it_is_complete():
 ])
 def test_a_client_gets_a_clear_error_for_what_is_not_a_frame(data, reason):
     with pytest.raises(FrameError, match=reason):
-        Decoder().messages(data)
+        list(Decoder().messages(data))
+
+
+def test_a_client_gets_the_messages_before_what_is_not_one_then_the_error():
+    messages = Decoder().messages(encode(b"[1]") + b"oops\r\n" + encode(b"[2]"))
+    assert next(messages) == b"[1]"
+    with pytest.raises(FrameError, match="oops"):
+        next(messages)
 
 
 def test_a_client_is_told_when_the_input_ends_inside_a_message():
     frames = Decoder()
-    assert frames.messages(b"Content-Length: 10\r\n\r\n{") == []
+    assert list(frames.messages(b"Content-Length: 10\r\n\r\n{")) == []
     with pytest.raises(FrameError, match="ended inside a message"):
-        frames.messages(b"")
+        list(frames.messages(b""))
 
 
 def test_the_tolerant_reader_answers_and_reads_on():
@@ -73,7 +80,7 @@ def test_the_tolerant_reader_answers_and_reads_on():
 def test_a_body_over_the_bound_is_dropped_as_it_arrives_not_held():
     frames = Decoder(max_body=1000)
     with pytest.raises(FrameError, match="1000000 bytes is larger than the limit"):
-        frames.messages(b"Content-Length: 1000000\r\n\r\n")
+        list(frames.messages(b"Content-Length: 1000000\r\n\r\n"))
     frames = Decoder(notes=None, max_body=1000)
     list(frames.feed(b"Content-Length: 1000000\r\n\r\n"))
     for _ in range(100):

@@ -35,7 +35,7 @@ class Client:
             self.data += chunk
 
     def messages(self) -> list[bytes]:
-        return Decoder().messages(bytes(self.data))
+        return list(Decoder().messages(bytes(self.data)))
 
 
 def make(loop, pressure, on_close=lambda why: None):

@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from heddle.frames import Decoder, FrameError, encode
+
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -108,7 +110,7 @@ class Daemon:
     def _write(self, payload: dict[str, Any]) -> float:
         body = _encode(payload)
         t = time.monotonic()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.proc.stdin.write(encode(body))
         return t
 
     def send_request(self, method: str, params: Any = None) -> tuple[float, asyncio.Future]:
@@ -184,7 +186,7 @@ class Daemon:
 
     async def _read_loop(self) -> None:
         stream = self.proc.stdout
-        buf = bytearray()
+        frames = Decoder()
         try:
             while True:
                 if not self._reading.is_set():
@@ -195,38 +197,21 @@ class Daemon:
                     await asyncio.sleep(len(data) / self._rate)
                 else:
                     data = await stream.read(1 << 16)
-                if not data:
+                if not data:  # a message cut short here was the daemon's last words
                     return
                 now = time.monotonic()
                 self.bytes_read += len(data)
-                buf += data
-                self._parse(buf, now)
-        except (ConnectionError, asyncio.IncompleteReadError):
+                for body in frames.messages(data):
+                    self._dispatch(_decode(body), now)
+        except FrameError as exc:
+            raise DaemonError(f"the daemon's output is not JSON-RPC: {exc}") from None
+        except ConnectionError:
             return
         finally:
             self._closed.set()
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(DaemonError("the daemon closed its stdout"))
-
-    def _parse(self, buf: bytearray, now: float) -> None:
-        while True:
-            head_end = buf.find(b"\r\n\r\n")
-            if head_end < 0:
-                return
-            length = None
-            for line in bytes(buf[:head_end]).split(b"\r\n"):
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if length is None:
-                raise DaemonError("a message without Content-Length")
-            end = head_end + 4 + length
-            if len(buf) < end:
-                return
-            message = _decode(bytes(buf[head_end + 4:end]))
-            del buf[:end]
-            self._dispatch(message, now)
 
     def _dispatch(self, message: dict[str, Any], now: float) -> None:
         method = message.get("method")

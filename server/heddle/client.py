@@ -12,6 +12,8 @@ from typing import Any, Awaitable, Callable
 
 import msgspec
 
+from heddle.frames import Decoder, FrameError, encode
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Any] | Any]
@@ -45,7 +47,7 @@ class Connection:
 
     def _send(self, payload: dict) -> None:
         body = msgspec.json.encode(payload)
-        self._writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self._writer.write(encode(body))
 
     async def request(self, method: str, params: Any = None, msg_id: int | None = None) -> Any:
         msg_id = next(self._ids) if msg_id is None else msg_id
@@ -69,23 +71,17 @@ class Connection:
         await self._closed.wait()
 
     async def _read_loop(self) -> None:
+        frames = Decoder()
         try:
             while True:
-                length = None
-                while True:
-                    line = await self._reader.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                if length is None:
-                    continue
-                message = msgspec.json.decode(await self._reader.readexactly(length))
-                self._dispatch(message)
-        except (asyncio.IncompleteReadError, ConnectionError):
+                data = await self._reader.read(1 << 16)
+                if not data:  # a message cut short here was the daemon's last words
+                    return
+                for body in frames.messages(data):
+                    self._dispatch(msgspec.json.decode(body))
+        except (FrameError, msgspec.DecodeError) as exc:  # the daemon's stdout is corrupt
+            log.error("cannot read the daemon's output: %s", exc)
+        except ConnectionError:
             return
         finally:
             self._closed.set()

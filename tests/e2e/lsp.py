@@ -10,7 +10,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from heddle.rpc.protocol import heddle_converter
+from heddle.rpc.pygls_adapter import converter
 
 Answer = Callable[[dict], Any]
 
@@ -38,7 +38,7 @@ class HeddleTestClient(LanguageClient):
 
 
 def make_client() -> HeddleTestClient:
-    client = HeddleTestClient(converter_factory=heddle_converter)
+    client = HeddleTestClient(converter_factory=converter)
     register_lsp_features(client)
     client.events = []
     client.permission_requests = []

@@ -12,6 +12,7 @@ import pytest
 
 from e2e.test_bad_input import RawDaemon
 from fuzzframes import probe_bytes, stream
+from heddle.frames import encode as frame
 from heddle.rpc.framing import MAX_BODY, MAX_DEPTH
 from heddle.rpc.transport import MAX_BACKLOG, READ_PAUSE
 
@@ -72,10 +73,6 @@ async def daemons(daemon_env, daemon_command, tmp_path):
 @pytest.fixture
 async def raw(daemons) -> Daemon:
     return await daemons()
-
-
-def frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
 async def test_invalid_utf8_in_a_string_is_a_parse_error_before_and_after_initialize(raw):

@@ -5,34 +5,37 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from pathlib import Path
 
 import pytest
 
+from heddle.frames import Decoder, encode
+
 
 class RawDaemon:
+    """The daemon over raw stdio: bytes in as they are given, messages out (anything on stdout
+    that is not a clean frame fails the test)."""
+
     def __init__(self, proc: asyncio.subprocess.Process):
         self.proc = proc
+        self._frames = Decoder()
+        self.unread: deque[bytes] = deque()
+        """Bodies read from stdout and not taken by `read` yet."""
 
     def send_bytes(self, data: bytes) -> None:
         self.proc.stdin.write(data)
 
-    def send(self, payload, header: bytes = b"Content-Length") -> None:
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_bytes(header + b": %d\r\n\r\n" % len(body) + body)
+    def send(self, payload) -> None:
+        self.send_bytes(encode(payload if isinstance(payload, bytes) else json.dumps(payload).encode()))
 
     async def read(self, timeout: float = 10.0) -> dict:
         async def one():
-            length = None
-            while True:
-                line = await self.proc.stdout.readline()
-                assert line, "the daemon closed stdout"
-                if line == b"\r\n":
-                    break
-                name, _, value = line.partition(b":")
-                assert name == b"Content-Length", line
-                length = int(value)
-            return json.loads(await self.proc.stdout.readexactly(length))
+            while not self.unread:
+                data = await self.proc.stdout.read(1 << 16)
+                assert data, "the daemon closed stdout"
+                self.unread.extend(self._frames.messages(data))
+            return json.loads(self.unread.popleft())
         return await asyncio.wait_for(one(), timeout)
 
     async def request(self, msg_id, method: str, params=None, **extra) -> dict:
@@ -85,9 +88,9 @@ async def test_garbage_then_valid_messages(raw, tmp_path):
     assert parse_error["error"]["code"] == -32700 and parse_error["id"] is None
     raw.send([1, 2, 3])
     assert (await raw.read())["error"]["code"] == -32600
-    raw.send({"jsonrpc": "2.0", "id": 5, "method": "initialize",
-              "params": {"processId": None, "rootUri": None, "capabilities": {}}},
-             header=b"content-length")
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+        "processId": None, "rootUri": None, "capabilities": {}}}).encode()
+    raw.send_bytes(b"content-length: %d\r\n\r\n%s" % (len(initialize), initialize))  # lower case
     assert "capabilities" in (await raw.read())["result"]
     reply = await raw.request(6, "session/new", {"workspace": str(tmp_path)})
     assert reply["result"]["workspace"] == str(tmp_path)
@@ -160,8 +163,7 @@ async def test_everything_sent_at_start_is_answered_in_order(raw, daemon_env, wo
         {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
         {"jsonrpc": "2.0", "id": 4, "method": "shutdown"},
     ]
-    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-                            for body in (json.dumps(m).encode() for m in messages)))
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in messages))
     replies = [await raw.read() for _ in range(4)]
     assert [r["id"] for r in replies] == [1, 2, 3, 4]
     capabilities = replies[0]["result"]["capabilities"]
@@ -192,15 +194,14 @@ async def test_exit_sent_at_start_comes_after_every_answer(raw, daemon_env, shut
         *([{"jsonrpc": "2.0", "id": 3, "method": "shutdown"}] if shutdown else []),
         {"jsonrpc": "2.0", "method": "exit"},
     ]
-    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-                            for body in (json.dumps(m).encode() for m in messages)))
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in messages))
     if close_stdin:
         raw.proc.stdin.close()
     replies = [await raw.read() for _ in range(3 if shutdown else 2)]
     assert [r["id"] for r in replies] == ([1, 2, 3] if shutdown else [1, 2])
     assert all("result" in r for r in replies), replies
     assert replies[1]["result"]["sessions"] == []
-    assert await asyncio.wait_for(raw.proc.stdout.read(), 10) == b""  # nothing after them
+    assert not raw.unread and await asyncio.wait_for(raw.proc.stdout.read(), 10) == b""  # nothing after them
     assert await asyncio.wait_for(raw.proc.wait(), 10) == (0 if shutdown else 1)
     log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
     assert "Traceback" not in log
@@ -214,8 +215,7 @@ async def test_requests_after_shutdown_are_refused_even_before_it_is_done(raw, d
         {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
         {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
     ]
-    raw.send_bytes(b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-                            for body in (json.dumps(m).encode() for m in messages)))
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in messages))
     replies = {r["id"]: r for r in [await raw.read() for _ in range(3)]}
     assert "result" in replies[1] and "result" in replies[2]
     assert replies[3]["error"]["code"] == -32600

@@ -10,7 +10,7 @@ import pytest
 
 from heddle.rpc.boot import Boot, EarlyInitializeParams, initialize_result
 from heddle.rpc.server import HeddleServer
-from heddle.rpc.transport import frame
+from heddle.frames import Decoder
 from heddle.tools import BUILTIN_TOOL_NAMES
 from heddle.tools.registry import builtin_tools
 
@@ -49,7 +49,7 @@ class Capture:
         self.messages: list[dict] = []
 
     def write(self, data: bytes) -> None:
-        self.messages.append(msgspec.json.decode(data.partition(b"\r\n\r\n")[2]))
+        self.messages.extend(msgspec.json.decode(body) for body in Decoder().messages(data))
 
 
 def server_with_capture() -> tuple[HeddleServer, Capture]:
@@ -73,11 +73,25 @@ def initialize(msg_id, params) -> dict:
 
 
 @pytest.mark.parametrize("params", PARAMS)
-def test_the_early_answer_is_what_the_server_answers(params):
+def test_the_early_answer_is_what_the_server_answers(params, caplog):
+    """The server answers with the early answer's result, and pygls computes the same."""
     server, out = server_with_capture()
-    server.protocol.handle_raw(initialize(1, params))
+    with caplog.at_level(logging.WARNING):
+        server.protocol.handle_raw(initialize(1, params))
     assert out.messages == [{"jsonrpc": "2.0", "id": 1, "result": initialize_result(
         msgspec.convert(params, EarlyInitializeParams))}]
+    assert "the server computes" not in caplog.text
+
+
+def test_the_answer_is_the_early_one_even_where_pygls_computes_another(caplog):
+    """One answer to `initialize` however fast the server loads; a difference is logged."""
+    server, out = server_with_capture()
+    server.feature("textDocument/hover")(lambda params: None)  # pygls would offer hover now
+    with caplog.at_level(logging.WARNING):
+        server.protocol.handle_raw(initialize(1, PARAMS[0]))
+    assert out.messages == [{"jsonrpc": "2.0", "id": 1, "result": initialize_result(
+        msgspec.convert(PARAMS[0], EarlyInitializeParams))}]
+    assert "the server computes" in caplog.text and "hoverProvider" in caplog.text
 
 
 def test_the_tool_list_matches_the_registry():
@@ -188,11 +202,6 @@ def test_a_different_server_answer_is_logged(caplog):
     server, out = handed_over(boot, caplog)
     assert out.messages == []
     assert "the server computes" in caplog.text
-
-
-def test_frame_round_trip():
-    body = msgspec.json.encode({"a": 1})
-    assert frame(body).partition(b"\r\n\r\n")[2] == body
 
 
 async def test_a_message_that_fails_during_start_up_does_not_stop_the_rest():

@@ -9,11 +9,11 @@ import os
 import anyio
 
 from heddle.client import Connection
+from heddle.frames import encode
 
 
 def frame(payload: dict) -> bytes:
-    body = json.dumps(payload).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return encode(json.dumps(payload).encode())
 
 
 async def pipe_pair():
@@ -63,3 +63,17 @@ async def test_a_request_the_daemon_withdraws_stops_being_answered():
     assert b'"q2"' in sent and b"-32601" in sent  # the connection still answers the rest
     reader.feed_eof()
     await asyncio.wait_for(conn.closed(), 5)
+
+
+async def test_output_that_is_not_a_message_ends_the_connection_with_the_reason(caplog):
+    reader, writer, read_fd = await pipe_pair()
+    conn = Connection(reader, writer)
+    events = []
+    conn.on_notification("turn/event", events.append)
+    reader.feed_data(frame({"jsonrpc": "2.0", "method": "turn/event", "params": {"n": 1}}))
+    reader.feed_data(b"Traceback (most recent call last):\r\n")  # a stray print on stdout
+    await asyncio.wait_for(conn.closed(), 5)
+    assert events == [{"n": 1}]
+    assert "cannot read the daemon's output" in caplog.text and "Traceback" in caplog.text
+    writer.close()
+    os.close(read_fd)

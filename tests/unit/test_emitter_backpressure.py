@@ -9,7 +9,9 @@ import msgspec
 from heddle.core import events as core
 from heddle.rpc.emitter import (BACKLOG_CHARS, FLUSH_CHARS, FLUSH_DELAY, PAUSE_CHARS,
                                 PAUSE_EVENTS, TurnEmitter)
-from heddle.rpc.transport import HIGH_WATER, FdReader, Pressure, StdioTransport, frame
+from heddle.frames import Decoder, encode as frame
+from heddle.rpc.framing import FdReader
+from heddle.rpc.transport import HIGH_WATER, Pressure, StdioTransport
 
 
 def described(sent):
@@ -185,13 +187,7 @@ async def test_a_slow_reader_over_a_real_pipe_gets_all_text_in_order_with_bounde
         await asyncio.sleep(0.01)
     assert done.is_set()
 
-    messages = []
-    rest = bytes(received)
-    while rest:
-        head, _, rest = rest.partition(b"\r\n\r\n")
-        n = int(head.split(b":")[1])
-        messages.append(msgspec.json.decode(rest[:n])["params"])
-        rest = rest[n:]
+    messages = [msgspec.json.decode(body)["params"] for body in Decoder().messages(bytes(received))]
     assert [m["seq"] for m in messages] == list(range(len(messages)))
     assert messages[-1]["event"]["kind"] == "toolCallStarted"
     texts = [m["event"].get("text") for m in messages]

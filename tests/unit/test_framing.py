@@ -12,9 +12,8 @@ import threading
 import pytest
 
 from fuzzframes import probe_bytes, stream
-from heddle.rpc.fdreader import FdReader
-from heddle.rpc.framing import MAX_BODY, MAX_DEPTH, MAX_HEADER_LINE, BadInput, Frames
-from heddle.rpc.transport import frame
+from heddle.frames import encode as frame
+from heddle.rpc.framing import MAX_BODY, MAX_DEPTH, MAX_HEADER_LINE, BadInput, FdReader, Frames
 
 NEXT = {"jsonrpc": "2.0", "id": "next", "method": "session/list", "params": {}}
 NEXT_FRAME = frame(b'{"jsonrpc":"2.0","id":"next","method":"session/list","params":{}}')

@@ -6,9 +6,9 @@ import logging
 import os
 import threading
 
-from heddle.rpc.fdreader import FdReader
-from heddle.rpc.framing import BadInput
-from heddle.rpc.transport import StdioTransport, frame
+from heddle.frames import encode as frame
+from heddle.rpc.framing import BadInput, FdReader
+from heddle.rpc.transport import StdioTransport
 
 
 def start(loop, stdin, on_message, closed: asyncio.Event, why: list):

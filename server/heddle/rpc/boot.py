@@ -31,9 +31,9 @@ import heddle
 from heddle_protocol import EVENT_TYPES, METHODS, PROTOCOL_VERSION
 from heddle_protocol import types as wire
 from heddle_protocol.events import event_kind
-from heddle.rpc.fdreader import FdReader
-from heddle.rpc.framing import valid_id
-from heddle.rpc.transport import StdioTransport, frame
+from heddle.frames import encode
+from heddle.rpc.framing import FdReader, valid_id
+from heddle.rpc.transport import StdioTransport
 from heddle.tools import BUILTIN_TOOL_NAMES
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ class Boot:
             log.info("initialize waits for the server (%s)", exc)
             return
         self.early = EarlyInitialize(message["id"], params, initialize_result(params))
-        self.transport.write(frame(msgspec.json.encode(
+        self.transport.write(encode(msgspec.json.encode(
             {"jsonrpc": "2.0", "id": message["id"], "result": self.early.result})))
 
     def hand_over(self, on_message: Callable[[object], None],
@@ -224,7 +224,7 @@ async def _serve(stdin, stdout) -> int:
     except Exception as exc:  # a broken install or a bad setting: say so, then stop
         log.critical("the daemon cannot start: %s", exc)
         log.info("the daemon cannot start", exc_info=True)  # the traceback: log file only
-        transport.write(frame(msgspec.json.encode({
+        transport.write(encode(msgspec.json.encode({
             "jsonrpc": "2.0", "method": "window/showMessage",
             "params": {"type": 1, "message": f"Heddle cannot start: {exc}"}})))
         transport.close()

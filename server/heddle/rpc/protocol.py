@@ -1,10 +1,11 @@
-"""pygls protocol subclass: raw-dict params, msgspec encoding, and the lifecycle rules.
+"""The daemon's JSON-RPC protocol: the lifecycle rules, msgspec encoding, server requests.
 
 pygls does the dispatch; this class fixes what it gets wrong for a long-lived agent daemon:
 custom params stay plain dicts (validated by msgspec in the handlers), requests before
 `initialize` and after `shutdown` get clear errors, late replies to abandoned server requests
 are ignored, `$/cancelRequest` on a turn cancels the turn (which then resolves `cancelled`),
-and outgoing messages are encoded by msgspec onto a non-blocking writer.
+and outgoing messages are encoded by msgspec onto a non-blocking writer. It uses pygls only
+through `pygls_adapter` (which owns every override of pygls internals) and its public API.
 """
 
 from __future__ import annotations
@@ -19,15 +20,12 @@ import anyio
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import LanguageServerProtocol, default_converter
-from pygls.protocol.json_rpc import (JsonRPCNotification, JsonRPCRequestMessage,
-                                     JsonRPCResponseMessage)
-from pygls.protocol.language_server import lsp_method
 
 from heddle_protocol import ErrorCode
-from heddle.rpc.boot import EarlyInitialize, valid_id
+from heddle.frames import encode
+from heddle.rpc.boot import EarlyInitialize, EarlyInitializeParams, initialize_result, valid_id
 from heddle.rpc.framing import BadInput
-from heddle.rpc.transport import frame
+from heddle.rpc.pygls_adapter import PyglsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -39,32 +37,19 @@ class RpcError(JsonRpcException):
         super().__init__(message=message, code=int(code), data=None)
 
 
-def _is_struct(t: Any) -> bool:
-    return isinstance(t, type) and issubclass(t, msgspec.Struct)
-
-
-def heddle_converter():
-    c = default_converter()
-    c.register_structure_hook(JsonRPCRequestMessage, lambda o, cls: cls(
-        id=o.get("id"), method=o["method"], params=o.get("params"), jsonrpc=o["jsonrpc"]))
-    c.register_structure_hook(JsonRPCNotification, lambda o, cls: cls(
-        method=o["method"], params=o.get("params"), jsonrpc=o["jsonrpc"]))
-    c.register_structure_hook(JsonRPCResponseMessage, lambda o, cls: cls(
-        id=o.get("id"), result=o.get("result"), jsonrpc=o["jsonrpc"]))
-    c.register_unstructure_hook_func(_is_struct, msgspec.to_builtins)
-    c.register_structure_hook_func(_is_struct, lambda o, t: msgspec.convert(o, t))
-    return c
-
-
 _encoder = msgspec.json.Encoder()
 
 
-class HeddleProtocol(LanguageServerProtocol):
+class HeddleProtocol(PyglsProtocol):
     def __init__(self, server, converter):
         super().__init__(server, converter)
         self.initialize_seen = False
         self.client_heddle_capabilities: dict[str, Any] = {}
         self._early: EarlyInitialize | None = None
+        self._initialize: tuple[Any, dict[str, Any] | None] | None = None
+        """(id, result) of the `initialize` being run. The daemon answers it with the result
+        of `boot.initialize_result`, the one the early answer gives, whatever pygls computes
+        (which is logged if it differs): one answer however fast the server loads."""
         self.shutdown_received = False
         """`shutdown` was handed to pygls: an `exit` after it exits with code 0, even before
         its answer (which goes out before the daemon exits)."""
@@ -102,13 +87,13 @@ class HeddleProtocol(LanguageServerProtocol):
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST, "invalid request: method must be a string")
             return
         if method == lsp.EXIT:
-            self._server.request_stop(0 if self.shutdown_received else 1)
+            self.server.request_stop(0 if self.shutdown_received else 1)
             return
         if is_request and not self.initialize_seen and method != lsp.INITIALIZE:
             self._send_error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,
                              f"{method}: the server is not initialized; send initialize first")
             return
-        if is_request and self._server.stopping:
+        if is_request and self.server.stopping:
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
                              f"{method}: the daemon is stopping")
             return
@@ -123,15 +108,15 @@ class HeddleProtocol(LanguageServerProtocol):
             self.shutdown_received = True
         try:
             try:
-                structured = LanguageServerProtocol.structure_message(self, message)
+                structured = self.structure_message(message)
             except JsonRpcException as exc:
                 if not self._is_early(msg_id):
                     raise
                 # answered already: run it on what the early check validated
                 log.warning("initialize params the server rejects (%s); using what it needs",
                             exc.__cause__ or exc)
-                structured = LanguageServerProtocol.structure_message(
-                    self, {**message, "params": self._early.params.essentials()})
+                structured = self.structure_message(
+                    {**message, "params": self._early.params.essentials()})
         except JsonRpcException as exc:
             if is_request:
                 detail = f": {exc.__cause__}" if exc.__cause__ else ""
@@ -145,35 +130,25 @@ class HeddleProtocol(LanguageServerProtocol):
         if is_request:
             self.unanswered.add(msg_id)
             self.all_answered.clear()
+            if method == lsp.INITIALIZE:  # pygls's answer to it is replaced (send_message)
+                self._initialize = (msg_id, self._initialize_answer(msg_id, message))
         self.handle_message(structured)
 
-    def _send_response(self, msg_id, result=None, error=None):
+    def answered(self, msg_id: Any) -> None:
         """Every answer to a request handed to pygls comes here (the early one too)."""
-        super()._send_response(msg_id, result, error)
         self.unanswered.discard(msg_id)
         if not self.unanswered:
             self.all_answered.set()
 
-    def _handle_response(self, msg_id, result=None, error=None):
-        future = self._request_futures.get(msg_id)
-        if future is not None and future.done():
-            self._request_futures.pop(msg_id, None)
-            log.info("ignoring a late reply to request %s", msg_id)
-            return
-        super()._handle_response(msg_id, result, error)
+    def cancel_requested(self, msg_id: Any) -> bool:
+        return self.server.cancel_turn_for_request(msg_id)
 
-    def _handle_cancel_notification(self, msg_id):
-        if self._server.cancel_turn_for_request(msg_id):
-            return
-        super()._handle_cancel_notification(msg_id)
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams):
-        result = yield from super().lsp_initialize(params)
+    def initialize_result(self, params: lsp.InitializeParams,
+                          result: lsp.InitializeResult) -> lsp.InitializeResult:
         experimental = params.capabilities.experimental
         if isinstance(experimental, dict) and isinstance(experimental.get("heddle"), dict):
             self.client_heddle_capabilities = experimental["heddle"]
-        result.capabilities.experimental = {"heddle": self._server.heddle_capabilities()}
+        result.capabilities.experimental = {"heddle": self.server.heddle_capabilities()}
         return result
 
     # -- outgoing -----------------------------------------------------------------------------
@@ -183,31 +158,42 @@ class HeddleProtocol(LanguageServerProtocol):
 
     def send_raw(self, payload: Any) -> None:
         if self.writer is not None:
-            self.writer.write(frame(_encoder.encode(payload)))
+            self.writer.write(encode(_encoder.encode(payload)))
 
     def _is_early(self, msg_id: Any) -> bool:
         return self._early is not None and msg_id == self._early.id
 
-    def _send_data(self, data: Any) -> None:
-        if not data:
-            return
-        if self._is_early(getattr(data, "id", None)) and not hasattr(data, "method"):
-            self._drop_early_answer(data)
-            return
+    def _initialize_answer(self, msg_id: Any, message: dict) -> dict[str, Any] | None:
+        """The result the daemon answers `initialize` with: the early one, or the same
+        computed now."""
+        if self._is_early(msg_id):
+            return self._early.result
         try:
-            payload = self._converter.unstructure(data)
-            if isinstance(data, JsonRPCResponseMessage) and "result" not in payload:
-                payload["result"] = None
-            self.send_raw(payload)
-        except Exception:
-            log.exception("cannot send a message")
+            params = msgspec.convert(message.get("params"), EarlyInitializeParams)
+            result = initialize_result(params)
+        except msgspec.ValidationError:
+            return None  # pygls answers (or refuses) what it makes of them
+        result["capabilities"]["experimental"] = {"heddle": self.server.heddle_capabilities()}
+        return result
 
-    def _drop_early_answer(self, data: Any) -> None:
-        early, self._early = self._early, None
-        payload = self._converter.unstructure(data)
-        if payload.get("result") != early.result:
-            log.warning("initialize was answered with %s but the server computes %s",
-                        early.result, payload.get("result", payload.get("error")))
+    def send_message(self, payload: dict[str, Any]) -> None:
+        """Whatever pygls sends, but the answer to `initialize` is the daemon's own (and not
+        sent again if it went out early)."""
+        msg_id = payload.get("id")
+        if self._initialize is not None and msg_id == self._initialize[0] \
+                and "method" not in payload:
+            (_, ours), self._initialize = self._initialize, None
+            early = self._is_early(msg_id)
+            if early:
+                self._early = None
+            if ours is not None and payload.get("result") != ours:
+                log.warning("initialize is answered with %s but the server computes %s",
+                            ours, payload.get("result", payload.get("error")))
+            if early:
+                return
+            if ours is not None and "result" in payload:
+                payload = {**payload, "result": ours}
+        self.send_raw(payload)
 
     def notify_struct(self, method: str, params: msgspec.Struct) -> None:
         """Fast path for notifications whose params are msgspec Structs."""
@@ -229,7 +215,7 @@ class HeddleProtocol(LanguageServerProtocol):
                 return await asyncio.wrap_future(future)
         finally:
             if not future.done() or future.cancelled():
-                self._request_futures.pop(msg_id, None)
+                self.forget_request(msg_id)
                 self.notify_struct(lsp.CANCEL_REQUEST, _CancelParams(msg_id))
 
 

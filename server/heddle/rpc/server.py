@@ -29,7 +29,8 @@ from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.processes.reaper import REAPER
 from heddle.rpc import documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
-from heddle.rpc.protocol import HeddleProtocol, heddle_converter
+from heddle.rpc.protocol import HeddleProtocol
+from heddle.rpc.pygls_adapter import converter
 from heddle.rpc.transport import StdioTransport
 from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
 from heddle.sessions.session import SessionOptions, SessionRegistry
@@ -50,7 +51,7 @@ class HeddleServer(LanguageServer):
 
     def __init__(self, env: dict[str, str] | None = None):
         super().__init__("heddle", heddle.__version__, protocol_cls=HeddleProtocol,
-                         converter_factory=heddle_converter)
+                         converter_factory=converter)
         env = secret_env.environ() if env is None else dict(env)  # the held API key included
         self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
         self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None

@@ -5,7 +5,7 @@ and hands each to the loop, in order; it never dies of what the client sent, and
 anyway the transport reports the input closed, so the daemon stops instead of going deaf (the
 writer does the same for stdout).
 
-`write` queues a framed message and returns; the writer thread writes what is queued, batched,
+`write` queues a framed message (`heddle.frames.encode`) and returns; the writer thread writes what is queued, batched,
 so a client that reads slowly never blocks the loop, and the loop never waits in a write
 (a write to a pipe the editor waits on often hands the CPU to the editor for a while; that
 pause lands on the writer thread). The transport counts the bytes queued and not yet written:
@@ -28,8 +28,7 @@ import queue
 import threading
 from typing import BinaryIO, Callable
 
-from heddle.rpc.fdreader import FdReader
-from heddle.rpc.framing import Frames
+from heddle.rpc.framing import FdReader, Frames
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +45,6 @@ READ_RESUME = 512 * 1024
 MAX_BACKLOG = 1000
 """Messages read but not handled yet (kept during start-up, or behind a busy loop) above
 which stdin is not read; reading resumes under half of it."""
-
-
-def frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
 class Pressure:

@@ -17,9 +17,9 @@ from buffers import apply_edits
 from e2e import lsp
 from e2e.test_permissions import DONE, last_results, tool
 from e2e.test_turns import new_session
-from heddle.rpc.protocol import heddle_converter
+from heddle.rpc.pygls_adapter import converter
 
-CONVERTER = heddle_converter()
+CONVERTER = converter()
 STALE = "the file changed in the editor since the agent read it"
 
 

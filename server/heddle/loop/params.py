@@ -38,6 +38,8 @@ class LoopConfig:
     limits: Limits | None = None
     """None: the model's own (`limits_for`)."""
     pipeline: PipelineSettings = PipelineSettings()
+    cache_ttl: str | None = None
+    """Prompt-cache breakpoints with this lifetime (`5m`, `1h`); None: no `cache_control`."""
 
     @property
     def is_subagent(self) -> bool:

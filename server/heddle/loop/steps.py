@@ -105,7 +105,7 @@ async def output_limit(q: Query, now: Onward) -> Step:
     then nudged on, then kept as it is."""
     state, call = now.state, now.call
     response = call.response
-    reported = response.usage.input_tokens + response.usage.output_tokens
+    reported = response.usage.prompt_tokens + response.usage.output_tokens
     state = replace(state, context_base=(len(state.messages), reported))
     yield UsageReport(state.usage, context_tokens(state), q.limits.window, q.config.token_budget)
     if response.stop_reason != "max_tokens":

@@ -15,6 +15,7 @@ from typing import Callable, Literal
 import anyio
 
 from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
+from heddle.context.pipeline import PipelineSettings
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
                                 TerminalReason, ToolCallFinished, Usage)
@@ -38,6 +39,7 @@ from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
+from heddle.settings import CacheSettings
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
@@ -53,6 +55,8 @@ class TurnDeps:
     new_id: Callable[[], str]
     max_tokens: int = 8192
     limits_for: Callable[[str], Limits] | None = None
+    cache: CacheSettings = CacheSettings(prompt_cache=True, ttl="5m", context_editing=False)
+    """The daemon's prompt-cache defaults (a session's settings files may override them)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
     """What a turn's query runs with: the session's model and options, the request's limits."""
+    cache = session.cache.over(deps.cache)
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -173,7 +178,9 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         token_budget=request.token_budget or parse_budget(request.prompt),
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
-        limits=deps.limits_for(session.model) if deps.limits_for else None)
+        limits=deps.limits_for(session.model) if deps.limits_for else None,
+        cache_ttl=(cache.ttl or "5m") if cache.prompt_cache else None,
+        pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:

@@ -4,6 +4,9 @@ follows the Messages API's rules): which prefix each call reads, and how much.""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from e2e import lsp
 from e2e.test_turns import new_session
@@ -222,3 +225,20 @@ async def test_context_editing_clears_old_results_on_the_server(daemon_env, daem
     assert read_share(requests) >= 0.85
     usage = c.turn_events("usage")[-1]
     assert usage["contextTokens"] < 37_000  # the cleared results are not counted
+
+
+def test_heddle_ask_shows_the_tokens_and_the_share_read_from_cache(daemon_env, scripted,
+                                                                   workspace):
+    big_file(workspace)
+    scripted.add_scenario("ask", {"steps": [READ_BIG, READ_BIG, DONE]})
+    run = subprocess.run([str(Path(sys.executable).with_name("heddle")), "ask", "-w",
+                          str(workspace), "-m", "ask", "read big.txt"], env=daemon_env,
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr
+    caches = [r.cache for r in scripted.requests_for("ask")]
+    read = sum(c.read_tokens for c in caches)
+    total = read + sum(c.creation_tokens + c.input_tokens for c in caches)
+    line = run.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"[completed · 3 model calls · {total} in "
+                           f"({read / total:.0%} from cache) / "), line
+    assert read > 0

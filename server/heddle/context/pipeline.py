@@ -146,7 +146,7 @@ async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, mo
     events: list[Compaction] = []
 
     def record(layer: str, before: int, new: tuple[Message, ...], summary: str = "") -> int:
-        after = tokens_of(new)
+        after = sent_tokens(new, limits, settings)
         events.append(Compaction(layer, before, after, summary, new))
         return after
 
@@ -190,12 +190,25 @@ def server_clearing(messages: tuple[Message, ...], limits: Limits,
     history has grown by another batch: the conversation as sent grows between the goal and
     the trigger, and each step clears about `trigger - goal` tokens at once. The most recent
     `keep_tool_results` are never cleared."""
+    return _server_plan(messages, limits, settings)[0]
+
+
+def sent_tokens(messages: tuple[Message, ...], limits: Limits,
+                settings: PipelineSettings) -> int:
+    """The estimate of what the model sees: with `server_edits`, less what the endpoint
+    clears."""
+    return tokens_of(messages) - _server_plan(messages, limits, settings)[1]
+
+
+def _server_plan(messages: tuple[Message, ...], limits: Limits,
+                 settings: PipelineSettings) -> tuple[int, int]:
+    """(tool uses to clear, tokens that frees)."""
     if not settings.server_edits:
-        return 0
+        return 0, 0
     target, goal = _clearing_bounds(limits, settings)
     size = tokens_of(messages)
     if size <= target:
-        return 0
+        return 0, 0
     step = max(1, target - goal)
     wanted = (size - goal) // step * step
     sizes = {b.tool_use_id: estimate_tokens(b.content) for m in messages if m.role == "user"
@@ -208,7 +221,7 @@ def server_clearing(messages: tuple[Message, ...], limits: Limits,
             break
         freed += max(0, sizes.get(use, 0) - SERVER_PLACEHOLDER_TOKENS)
         count += 1
-    return count
+    return count, freed
 
 
 async def _summarise(messages: tuple[Message, ...], model: str, compactor: Compactor,

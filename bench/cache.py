@@ -122,6 +122,37 @@ async def run(iterations: int = 300, reads: int = 30) -> dict[str, Any]:
     return out
 
 
+SESSIONS = ("sequential", "long_session", "long_session_context_editing", "two_turns")
+FIGURES = {
+    "read_share_pct": ("share of input tokens read from the cache, calls after the first",
+                       (">=", 90)),
+    "calls_without_read": ("calls after the first that read nothing from the cache",
+                           ("<=", 0)),
+    "full_rewrites": ("calls after the first that re-wrote the whole conversation (read only "
+                      "tools + system)", None),
+    "cost_x": ("input cost relative to no caching (reads 0.1x, writes 1.25x)", None),
+}
+METRICS = {f"cache.{s}.{f}": (f"{what} ({s})", target) for s in SESSIONS
+           for f, (what, target) in FIGURES.items()}
+
+
+async def group(rig) -> dict[str, Any]:
+    """The suite's `cache` group (`python -m bench`): the same sessions, flat metrics. Token
+    counts do not vary between repetitions, so the sessions run once per suite run."""
+    doc = getattr(rig, "cache_doc", None)
+    if doc is None:
+        doc = rig.cache_doc = await run(rig.sizes.cache_iterations, rig.sizes.sequential_reads)
+    out: dict[str, Any] = {}
+    for name, m in doc.items():
+        out[f"cache.{name}.read_share_pct"] = m["read_share_after_first"] * 100
+        out[f"cache.{name}.calls_without_read"] = m["calls_without_read"]
+        out[f"cache.{name}.full_rewrites"] = m["full_rewrites"]
+        out[f"cache.{name}.cost_x"] = m["cost_vs_uncached"]
+    checks = {f"cache: {name} answered every request": m["rejected"] == 0
+              for name, m in doc.items()}
+    return out, checks
+
+
 def markdown(doc: dict[str, Any]) -> str:
     lines = ["| session | calls | read from cache (after the 1st) | calls without a read "
              "| whole-prefix re-writes | calls not reading all of the previous | input cost "
@@ -136,9 +167,11 @@ def markdown(doc: dict[str, Any]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iterations", type=int, default=300)
-    p.add_argument("--quick", action="store_true", help="60 iterations and 8 reads")
+    p.add_argument("--quick", action="store_true", help="the suite's quick sizes")
     args = p.parse_args()
-    doc = asyncio.run(run(60, 8) if args.quick else run(args.iterations))
+    quick = sc.QUICK
+    doc = asyncio.run(run(quick.cache_iterations, quick.sequential_reads) if args.quick
+                      else run(args.iterations))
     print(json.dumps(doc, indent=2))
     print()
     print(markdown(doc))

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from e2e import lsp
 from e2e.test_turns import new_session
 from heddle.scripted import ScriptedServer
@@ -242,3 +244,30 @@ def test_heddle_ask_shows_the_tokens_and_the_share_read_from_cache(daemon_env, s
     assert line.startswith(f"[completed · 3 model calls · {total} in "
                            f"({read / total:.0%} from cache) / "), line
     assert read > 0
+
+
+@pytest.mark.parametrize("env, toml, ttl", [
+    ({"HEDDLE_PROMPT_CACHE": "0"}, "", None),
+    ({}, "[cache]\nprompt_cache = false\n", None),
+    ({"HEDDLE_PROMPT_CACHE_TTL": "1h"}, "", "1h"),
+    ({"HEDDLE_PROMPT_CACHE": "0"}, "[cache]\nprompt_cache = true\nttl = \"1h\"\n", "1h")])
+async def test_caching_off_or_for_an_hour_by_setting_or_variable(daemon_env, daemon_command,
+                                                                 scripted, workspace, env,
+                                                                 toml, ttl):
+    scripted.add_scenario("o", {"repeat": True, "steps": [DONE]})
+    config = workspace.parent / "config"
+    (config / "heddle").mkdir(parents=True, exist_ok=True)
+    (config / "heddle" / "settings.toml").write_text(toml)
+    c = await lsp.start(dict(daemon_env, XDG_CONFIG_HOME=str(config), **env), daemon_command)
+    try:
+        sid = await new_session(c, workspace, "o")
+        await c.call("turn/start", {"sessionId": sid, "prompt": "hi " * 600})
+    finally:
+        await lsp.stop(c)
+    (request,) = scripted.requests_for("o")
+    if ttl is None:
+        assert "cache_control" not in json.dumps(request.body)
+        assert isinstance(request.body["system"], str) and request.cache.breakpoints == ()
+    else:
+        assert {b.ttl for b in request.cache.breakpoints} == {"1h"}
+        assert request.cache.creation_1h > 0 and request.cache.creation_5m == 0

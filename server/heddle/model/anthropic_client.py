@@ -201,10 +201,15 @@ def _body_chunks(response) -> AsyncIterator[bytes]:
 
 
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"
+"""The 1-hour lifetime was a beta under this name; the API still accepts the header, and
+endpoints that follow the older docs need it."""
 
 
 def request_headers(request: ModelRequest) -> dict[str, str]:
-    return {"anthropic-beta": CONTEXT_MANAGEMENT_BETA} if request.clear_tool_uses else {}
+    betas = ([CONTEXT_MANAGEMENT_BETA] if request.clear_tool_uses else []) + (
+        [EXTENDED_TTL_BETA] if request.cache_ttl == "1h" else [])
+    return {"anthropic-beta": ",".join(betas)} if betas else {}
 
 
 def request_body(request: ModelRequest) -> bytes:

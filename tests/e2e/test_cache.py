@@ -180,6 +180,15 @@ async def test_after_a_compaction_one_call_rewrites_then_all_read(daemon_env, da
     # still reading tools + system; every other call reads the whole prompt of the one before
     assert breaks(requests) == after
     assert all(requests[k].cache.read_tokens >= stable_tokens(requests[k].body) for k in after)
+    # the summary calls send the session's own tools and system prompt, so they read the
+    # conversation they summarise from the cache (here the models share it: no apiModel);
+    # an auto-compaction right after a collapse summarises messages never sent before
+    summaries = scripted.requests_for("summ")
+    assert summaries and stable_parts(summaries) == stable_parts(requests)
+    shares = [r.cache.read_tokens / (r.cache.read_tokens + r.cache.creation_tokens
+                                     + r.cache.input_tokens) for r in summaries]
+    assert max(shares) >= 0.9
+    assert all(r.cache.read_tokens >= stable_tokens(r.body) for r in summaries)
 
 
 async def _long_session(env, daemon_command, scripted, workspace, name: str, calls: int):

@@ -23,7 +23,7 @@ from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
 from heddle.loop.budget import parse_budget
-from heddle.loop.compact import ModelCompactor
+from heddle.loop.compact import ModelCompactor, Prefix
 from heddle.loop.deps import LoopDeps
 from heddle.loop.endings import INTERRUPTED
 from heddle.loop.executor import Toolbox
@@ -39,6 +39,7 @@ from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
+from heddle.tools.base import schema_of
 from heddle.settings import CacheSettings
 
 DEFAULT_MAX_TURNS = 100
@@ -193,10 +194,17 @@ def stop_hooks_of(session: Session) -> StopHooks | None:
 
 
 def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
-    """The session's compactor; its circuit breaker counts failures across turns."""
+    """The session's compactor; its circuit breaker counts failures across turns. It sends the
+    session's own system prompt and tools, so that its call reads the conversation from the
+    prompt cache."""
     if session.compactor is None:
+        cache = session.cache.over(deps.cache)
+        prefix = Prefix(system_prompt(session.workspace, session.system_extra),
+                        tuple(schema_of(t) for t in deps.tools.values()),
+                        (cache.ttl or "5m") if cache.prompt_cache else None)
         session.compactor = CircuitBreaker(ModelCompactor(
-            deps.model_for(session.model), compact_model=session.options.compact_model))
+            deps.model_for(session.model), compact_model=session.options.compact_model,
+            prefix=prefix))
     return session.compactor
 
 

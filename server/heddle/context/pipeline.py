@@ -6,13 +6,16 @@
     layer 4  auto          summarise everything but the most recent rounds
 
 Each layer runs only while the conversation is still over its trigger, reports the tokens it
-freed, and feeds the next. Snip and microcompact are cache-aware: what they change is old
-content, so every call after a change re-writes the prompt cache from there on. They therefore
-act rarely and in batches — once over the trigger, they cut well below it (`snip_goal_ratio`,
-`microcompact_goal_ratio`), and the calls in between send an unchanged, growing prefix. With
-`server_edits`, old tool results are cleared by the endpoint's context editing instead
-(`server_clearing` says how many, in the same batches) and the history here stays whole. (Layer 0, the per-result budget, is applied as each tool result is
-made.) A round is an assistant message and the user message that answers it, so cutting at
+freed, and feeds the next. (Layer 0, the per-result budget, is applied as each tool result is
+made.)
+
+Snip and microcompact are cache-aware: what they change is old content, so the next call
+re-writes the prompt cache from there on. They act rarely and in batches — once over the
+trigger they cut well below it (`snip_goal_ratio`, `microcompact_goal_ratio`), and the calls in
+between send an unchanged, growing prefix — and early when the cache has expired anyway
+(`cold`: the session was idle longer than the cache lifetime), when a cut costs nothing more.
+With `server_edits`, old tool results are cleared by the endpoint's context editing instead
+(`server_clearing` says how many, in the same batches) and the history here stays whole. A round is an assistant message and the user message that answers it, so cutting at
 round boundaries never separates a tool_use from its result or splits a message's thinking.
 """
 
@@ -140,9 +143,11 @@ class CircuitBreaker:
 
 async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, model: str,
                   compactor: Compactor | None, settings: PipelineSettings = PipelineSettings(),
-                  microcompactor=None) -> tuple[tuple[Message, ...], int, list[Compaction]]:
+                  microcompactor=None, cold: bool = False
+                  ) -> tuple[tuple[Message, ...], int, list[Compaction]]:
     """Run the layers; returns the messages to send, their estimated tokens, and one event per
-    layer that changed something."""
+    layer that changed something. `cold`: nothing of the prompt is cached any more, so snip and
+    microcompact cut down to their goals already from there."""
     events: list[Compaction] = []
 
     def record(layer: str, before: int, new: tuple[Message, ...], summary: str = "") -> int:
@@ -150,12 +155,13 @@ async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, mo
         events.append(Compaction(layer, before, after, summary, new))
         return after
 
-    if len(messages) > settings.max_messages:
-        snipped, removed = snip(messages, int(settings.max_messages * settings.snip_goal_ratio))
+    snip_to = int(settings.max_messages * settings.snip_goal_ratio)
+    if len(messages) > (snip_to if cold else settings.max_messages):
+        snipped, removed = snip(messages, snip_to)
         if removed:
             messages, tokens = snipped, record("snip", tokens, snipped)
     target, goal = _clearing_bounds(limits, settings)
-    if tokens > target and not settings.server_edits:
+    if tokens > (goal if cold else target) and not settings.server_edits:
         cleared_messages, cleared = (microcompactor or microcompact)(
             messages, tokens, goal, settings.keep_tool_results)
         if cleared:

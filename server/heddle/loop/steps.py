@@ -49,7 +49,8 @@ async def prepare_context(q: Query, now: Onward) -> Step:
     try:
         messages, size, compactions = await prepare(
             state.messages, context_tokens(state), q.limits, state.model, compactor,
-            q.config.pipeline, q.deps.microcompactor)
+            q.config.pipeline, q.deps.microcompactor,
+            cold=q.config.cache_cold and state.calls == 0)
     except anyio.get_cancelled_exc_class():
         for item in _cancelled(q, state, TerminalReason.ABORTED_STREAMING):
             yield item

@@ -30,10 +30,11 @@ import msgspec
 
 from heddle.core.messages import (THINKING_TYPES, Message, ToolResultBlock)
 
-__all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "marker", "marked_messages", "message_breakpoints"]
+__all__ = ["LIFETIME_SECONDS", "LOOKBACK", "MAX_BREAKPOINTS", "marker", "marked_messages", "message_breakpoints"]
 
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20
+LIFETIME_SECONDS = {"5m": 300.0, "1h": 3600.0}
 Position = tuple[int, int]  # (message index, block index)
 
 

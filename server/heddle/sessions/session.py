@@ -94,6 +94,9 @@ class Session:
     """The editor's open documents (one set for the daemon's sessions)."""
     cache: CacheSettings = CacheSettings()
     """The settings files' `[cache]` (unset fields: the daemon's defaults)."""
+    last_call_at: float | None = None
+    """`time.monotonic()` when its last turn ended (about its last model call); None: no turn
+    in this daemon yet."""
 
 
 @dataclass(frozen=True)

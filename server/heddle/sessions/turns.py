@@ -9,13 +9,13 @@ if that turn completes; otherwise it runs as a turn of its own.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 import anyio
 
-from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
-from heddle.context.pipeline import PipelineSettings
+from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
                                 TerminalReason, ToolCallFinished, Usage)
@@ -30,6 +30,7 @@ from heddle.loop.executor import Toolbox
 from heddle.loop.hooks import StopHooks
 from heddle.loop.params import LoopConfig, LoopRuntime, Outlet
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
+from heddle.model.caching import LIFETIME_SECONDS
 from heddle.loop.query import drive, query
 from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
@@ -154,6 +155,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                 append_user(messages, tail) if tail else messages, Usage())
         session.messages = terminal.messages
         session.turns_run += 1
+        session.last_call_at = time.monotonic()
         if transcript is not None:
             transcript.end(turn_id, terminal.reason.value, terminal.usage)
         return terminal
@@ -172,6 +174,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
     """What a turn's query runs with: the session's model and options, the request's limits."""
     cache = session.cache.over(deps.cache)
+    ttl = cache.ttl or "5m"
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -180,8 +183,15 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
         limits=deps.limits_for(session.model) if deps.limits_for else None,
-        cache_ttl=(cache.ttl or "5m") if cache.prompt_cache else None,
+        cache_ttl=ttl if cache.prompt_cache else None,
+        cache_cold=bool(cache.prompt_cache) and cache_expired(session.last_call_at,
+                                                             time.monotonic(), ttl),
         pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
+
+
+def cache_expired(last_call_at: float | None, now: float, ttl: str) -> bool:
+    """Whether the prompt cache of a session's last call has surely expired by `now`."""
+    return last_call_at is not None and now - last_call_at > LIFETIME_SECONDS[ttl]
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:

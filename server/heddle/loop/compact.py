@@ -50,6 +50,8 @@ class Prefix:
     system: str
     tools: tuple[dict, ...]
     cache_ttl: str | None
+    thinking_budget: int | None = None
+    """The thinking setting is part of what a cached prefix of the messages depends on."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,9 @@ class ModelCompactor:
         else:
             request = append_user(messages, (TextBlock(IN_SESSION),))
             config = LoopConfig(system=p.system, model=model, source="compact", max_turns=1,
-                                max_tokens=self.max_tokens, cache_ttl=p.cache_ttl)
+                                max_tokens=self.max_tokens, cache_ttl=p.cache_ttl,
+                                thinking_budget=p.thinking_budget
+                                if (p.thinking_budget or 0) < self.max_tokens else None)
             tools = _OfferedOnly(p.tools)
         seams = LoopDeps(self.model, tools, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:

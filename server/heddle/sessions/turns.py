@@ -211,7 +211,8 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
         cache = session.cache.over(deps.cache)
         prefix = Prefix(system_prompt(session.workspace, session.system_extra),
                         tuple(schema_of(t) for t in deps.tools.values()),
-                        (cache.ttl or "5m") if cache.prompt_cache else None)
+                        (cache.ttl or "5m") if cache.prompt_cache else None,
+                        session.options.thinking_budget)
         session.compactor = CircuitBreaker(ModelCompactor(
             deps.model_for(session.model), compact_model=session.options.compact_model,
             prefix=prefix))

@@ -103,8 +103,8 @@ async def test_every_call_reads_the_previous_calls_prompt(client, scripted: Scri
         assert usage["cacheReadInputTokens"] == sum(r.cache.read_tokens for r in calls)
         assert usage["cacheCreationInputTokens"] == sum(r.cache.creation_tokens for r in calls)
         assert usage["inputTokens"] == sum(r.cache.input_tokens for r in calls)
-    reported = client.turn_events("usage")[-1]["usage"]
-    assert reported == second["usage"]
+    assert client.turn_events("usage")[-1]["usage"] == second["usage"]
+    assert client.turn_events("turnEnded")[-1]["usage"] == second["usage"]
 
 
 async def test_a_new_turn_after_thinking_reads_up_to_the_stripped_thinking(

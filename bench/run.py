@@ -22,6 +22,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import cache  # noqa: E402
 from bench import scenarios as sc  # noqa: E402
 from bench import suite  # noqa: E402
 
@@ -86,6 +87,7 @@ METRICS: dict[str, tuple[str, tuple[str, float] | None]] = {
     "slow_client.drain_s": ("…A's result arrives after", None),
     "slow_client.peak_growth_mb": ("…daemon peak RSS growth over the whole test", None),
     "slow_client.peak_rss_mb": ("…peak RSS of the daemon", ("<=", 120)),
+    **cache.METRICS,
 }
 
 GROUPS = {
@@ -96,6 +98,7 @@ GROUPS = {
     "stream": suite.stream,
     "paced": suite.paced,
     "slow_client": suite.slow_client,
+    "cache": cache.group,
 }
 
 POOLED = {"warm.tool_result_to_request_ms": ("parallel.tool_result_to_request_ms",
@@ -104,7 +107,7 @@ POOLED = {"warm.tool_result_to_request_ms": ("parallel.tool_result_to_request_ms
 
 def unit(name: str) -> str:
     for suffix, u in (("_mb_s", "MB/s"), ("_ms", "ms"), ("_s", "s"), ("_mb", "MB"),
-                      ("_kb", "KB"), ("_x", "×")):
+                      ("_kb", "KB"), ("_x", "×"), ("_pct", "%")):
         if name.endswith(suffix):
             return u
     return ""

@@ -27,6 +27,8 @@ class Sizes:
     """Turns of other sessions timed with and without the stalled editor."""
     paced_deltas: int = 1_000
     paced_interval_ms: float = 2.0
+    cache_iterations: int = 300
+    """Tool rounds of the long session whose prompt caching `bench.cache` measures."""
     fresh_daemons: bool = True
     """A fresh daemon per group and repetition (peak RSS per scenario); off: one for all."""
 
@@ -37,7 +39,8 @@ class Sizes:
 FULL = Sizes()
 QUICK = Sizes(reps=1, warm_turns=3, parallel_reads=3, sequential_reads=4, stream_chars=20_000,
               stream_deltas=500, idle_sessions=5, flood_chars=90_000, flood_deltas=2_250,
-              slow_rate=2_000_000, stall_probes=2, paced_deltas=100, fresh_daemons=False)
+              slow_rate=2_000_000, stall_probes=2, paced_deltas=100, cache_iterations=60,
+              fresh_daemons=False)
 
 MODULE = '''"""Module {n}: helpers for the sample project."""
 

@@ -241,12 +241,9 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         finally:
             ctrl_c.cancel = None
         renderer.end_line()
-        usage = result["usage"]
-        summary = (f"[{result['reason']}"
-                   + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
-                   + f" · {usage.get('modelCalls', 0)} model calls · "
-                   f"{usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out tokens]")
-        print(summary + f" session {session['sessionId']}", file=sys.stderr)
+        summary = turn_summary(result) + f" session {session['sessionId']}"
+        dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+        print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
         if result.get("error"):
             print(f"heddle: {result['error']['message']}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
@@ -269,6 +266,19 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             for line in stderr.lines:
                 print(f"  {line}", file=sys.stderr)
         return 1
+
+
+def turn_summary(result: dict[str, Any]) -> str:
+    """The line after a turn: how it ended, its model calls, the tokens in (all input, cached
+    or not) and out, and the share of the input read from the prompt cache."""
+    usage = result["usage"]
+    read = usage.get("cacheReadInputTokens", 0)
+    tokens_in = usage.get("inputTokens", 0) + read + usage.get("cacheCreationInputTokens", 0)
+    cached = f" ({read / tokens_in:.0%} from cache)" if tokens_in else ""
+    return (f"[{result['reason']}"
+            + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
+            + f" · {usage.get('modelCalls', 0)} model calls · "
+            f"{tokens_in} in{cached} / {usage.get('outputTokens', 0)} out tokens]")
 
 
 async def _open_session(conn: Connection, args: argparse.Namespace, workspace: str,

@@ -77,12 +77,59 @@ class ToolSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Environment variables passed to tool processes even though they look like secrets."""
 
 
+CacheTtl = Literal["5m", "1h"]
+
+
+class CacheSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """`[cache]`: prompt caching and context editing. Omitted: the daemon's default (its
+    environment: `HEDDLE_PROMPT_CACHE`, `HEDDLE_PROMPT_CACHE_TTL`, `HEDDLE_CONTEXT_EDITING`)."""
+
+    prompt_cache: bool | None = None
+    """Send `cache_control` breakpoints (false for endpoints that reject them)."""
+    ttl: CacheTtl | None = None
+    """Lifetime of the cache entries: `5m` (the API's default) or `1h` (writes cost 2x)."""
+    context_editing: bool | None = None
+    """Clear old tool results through the endpoint's context editing (beta
+    `context-management-2025-06-27`) instead of in Heddle's copy of the history."""
+
+    def over(self, defaults: CacheSettings) -> CacheSettings:
+        return CacheSettings(*(mine if mine is not None else default for mine, default in
+                               zip(msgspec.structs.astuple(self),
+                                   msgspec.structs.astuple(defaults))))
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def cache_from_env(env: Mapping[str, str]) -> tuple[CacheSettings, list[str]]:
+    """The daemon's cache defaults from its environment, and a warning per bad value.
+    Context editing defaults to on for Anthropic's API (no `ANTHROPIC_BASE_URL`) only."""
+    warnings: list[str] = []
+
+    def flag(name: str, default: bool) -> bool:
+        raw = (env.get(name) or "").strip().lower()
+        if raw in _ON or raw in _OFF:
+            return raw in _ON
+        if raw:
+            warnings.append(f"{name}={raw} is neither 1 nor 0; using {int(default)}")
+        return default
+
+    ttl = (env.get("HEDDLE_PROMPT_CACHE_TTL") or "5m").strip()
+    if ttl not in get_args(CacheTtl):
+        warnings.append(f"HEDDLE_PROMPT_CACHE_TTL={ttl} is not 5m or 1h; using 5m")
+        ttl = "5m"
+    return CacheSettings(flag("HEDDLE_PROMPT_CACHE", True), ttl,  # type: ignore[arg-type]
+                         flag("HEDDLE_CONTEXT_EDITING", not env.get("ANTHROPIC_BASE_URL"))
+                         ), warnings
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model: str | None = None
     fallback_model: str | None = None
     permissions: PermissionSettings = PermissionSettings()
     hooks: HookSettings = HookSettings()
     tools: ToolSettings = ToolSettings()
+    cache: CacheSettings = CacheSettings()
 
 
 @dataclass(frozen=True)
@@ -272,7 +319,8 @@ def merge(user: Settings, project: Settings) -> Settings:
         hooks=HookSettings(pre_tool_use=uh.pre_tool_use + ph.pre_tool_use,
                            post_tool_use=uh.post_tool_use + ph.post_tool_use,
                            stop=uh.stop + ph.stop),
-        tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env))
+        tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env),
+        cache=project.cache.over(user.cache))
 
 
 # --- trust ------------------------------------------------------------------------------------
@@ -298,7 +346,7 @@ def narrowed(project: Settings, user: Settings) -> Settings:
     """Only what cannot widen permissions: the models, deny and ask rules, a stricter mode."""
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
-                    permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
+                    cache=project.cache, permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
                                                    else p.mode, deny=p.deny, ask=p.ask))
 
 

@@ -180,3 +180,28 @@ def test_no_message_stop_is_incomplete():
     a.feed(pairs(text_answer("a")[:-1]))
     with pytest.raises(StreamIncomplete):
         a.end(1)
+
+
+def test_cache_usage_from_the_split_object_and_the_final_message_delta():
+    start = message_start()
+    start["message"]["usage"] = {"input_tokens": 5, "cache_read_input_tokens": 1000,
+                                 "cache_creation": {"ephemeral_5m_input_tokens": 300,
+                                                    "ephemeral_1h_input_tokens": 20}}
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+           "usage": {"input_tokens": 5, "cache_read_input_tokens": 1000,
+                     "cache_creation_input_tokens": 320, "output_tokens": 9},
+           "context_management": {"applied_edits": [
+               {"type": "clear_tool_uses_20250919", "cleared_tool_uses": 3,
+                "cleared_input_tokens": 4200}]}}
+    events = [start, block_start(0, {"type": "text", "text": ""}), text_delta(0, "hi"),
+              block_stop(0), end, {"type": "message_stop"}]
+    a = Assembler([])
+    a.feed(pairs(events))
+    got = a.end(1)
+    assert (got.usage.input_tokens, got.usage.cache_read_input_tokens,
+            got.usage.cache_creation_input_tokens, got.usage.output_tokens) == (5, 1000, 320, 9)
+    assert got.usage.prompt_tokens == 1325 and got.cleared_input_tokens == 4200
+    a = Assembler([])
+    a.feed(pairs([start, *events[1:4], {"type": "message_delta", "delta": {"stop_reason":
+               "end_turn"}, "usage": {"output_tokens": 2}}, {"type": "message_stop"}]))
+    assert a.end(1).usage.cache_creation_input_tokens == 320  # from the split object

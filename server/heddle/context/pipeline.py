@@ -7,7 +7,15 @@
 
 Each layer runs only while the conversation is still over its trigger, reports the tokens it
 freed, and feeds the next. (Layer 0, the per-result budget, is applied as each tool result is
-made.) A round is an assistant message and the user message that answers it, so cutting at
+made.)
+
+Snip and microcompact are cache-aware: what they change is old content, so the next call
+re-writes the prompt cache from there on. They act rarely and in batches — once over the
+trigger they cut well below it (`snip_goal_ratio`, `microcompact_goal_ratio`), and the calls in
+between send an unchanged, growing prefix — and early when the cache has expired anyway
+(`cold`: the session was idle longer than the cache lifetime), when a cut costs nothing more.
+With `server_edits`, old tool results are cleared by the endpoint's context editing instead
+(`server_clearing` says how many, in the same batches) and the history here stays whole. A round is an assistant message and the user message that answers it, so cutting at
 round boundaries never separates a tool_use from its result or splits a message's thinking.
 """
 
@@ -19,8 +27,8 @@ from dataclasses import dataclass
 from heddle.context.compactor import Compactor
 from heddle.context.windows import Limits, estimate_tokens
 from heddle.core.events import Compaction
-from heddle.core.messages import (Message, TextBlock, ToolResultBlock, append_user, to_api,
-                                  user_text)
+from heddle.core.messages import (Message, TextBlock, ToolResultBlock, ToolUseBlock,
+                                  append_user, to_api, user_text)
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +44,20 @@ MAX_CONSECUTIVE_FAILURES = 3
 class PipelineSettings:
     max_messages: int = 400
     """Snip above this many messages."""
+    snip_goal_ratio: float = 0.75
+    """...down to this share of `max_messages`, so that snip runs once per many rounds."""
     keep_tool_results: int = 2
     """Microcompact never clears this many most recent tool results."""
     keep_rounds: int = 4
     """Collapse and auto-compact keep this many most recent rounds verbatim."""
     microcompact_ratio: float = 0.75
     """Microcompact once the conversation passes this share of the auto-compact threshold."""
+    microcompact_goal_ratio: float = 0.5
+    """...and then clear down to this share of it in one batch: each clearing costs a cache
+    re-write from the first result it clears, so it should happen rarely, not every call."""
+    server_edits: bool = False
+    """Clear old tool results through the endpoint's context editing (`clear_tool_uses`), not
+    in the history here; for endpoints that support it."""
     compact_goal_ratio: float = 0.6
     """Once over the threshold, summarise until under this share of it, so that compaction
     does not run again a few calls later."""
@@ -127,23 +143,27 @@ class CircuitBreaker:
 
 async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, model: str,
                   compactor: Compactor | None, settings: PipelineSettings = PipelineSettings(),
-                  microcompactor=None) -> tuple[tuple[Message, ...], int, list[Compaction]]:
+                  microcompactor=None, cold: bool = False
+                  ) -> tuple[tuple[Message, ...], int, list[Compaction]]:
     """Run the layers; returns the messages to send, their estimated tokens, and one event per
-    layer that changed something."""
+    layer that changed something. `cold`: nothing of the prompt is cached any more, so snip and
+    microcompact cut down to their goals already from there."""
     events: list[Compaction] = []
 
     def record(layer: str, before: int, new: tuple[Message, ...], summary: str = "") -> int:
-        after = tokens_of(new)
+        after = sent_tokens(new, limits, settings)
         events.append(Compaction(layer, before, after, summary, new))
         return after
 
-    snipped, removed = snip(messages, settings.max_messages)
-    if removed:
-        messages, tokens = snipped, record("snip", tokens, snipped)
-    target = int(limits.auto_compact_at * settings.microcompact_ratio)
-    if tokens > target:
+    snip_to = int(settings.max_messages * settings.snip_goal_ratio)
+    if len(messages) > (snip_to if cold else settings.max_messages):
+        snipped, removed = snip(messages, snip_to)
+        if removed:
+            messages, tokens = snipped, record("snip", tokens, snipped)
+    target, goal = _clearing_bounds(limits, settings)
+    if tokens > (goal if cold else target) and not settings.server_edits:
         cleared_messages, cleared = (microcompactor or microcompact)(
-            messages, tokens, target, settings.keep_tool_results)
+            messages, tokens, goal, settings.keep_tool_results)
         if cleared:
             messages, tokens = cleared_messages, record("microcompact", tokens, cleared_messages)
     if tokens > limits.auto_compact_at and compactor is not None:
@@ -156,6 +176,58 @@ async def prepare(messages: tuple[Message, ...], tokens: int, limits: Limits, mo
             if tokens <= goal:
                 break
     return messages, tokens, events
+
+
+def _clearing_bounds(limits: Limits, settings: PipelineSettings) -> tuple[int, int]:
+    """(trigger, goal) of clearing old tool results, in tokens."""
+    return (int(limits.auto_compact_at * settings.microcompact_ratio),
+            int(limits.auto_compact_at * settings.microcompact_goal_ratio))
+
+
+SERVER_PLACEHOLDER_TOKENS = 12
+"""About what the endpoint's placeholder for a cleared result costs."""
+
+
+def server_clearing(messages: tuple[Message, ...], limits: Limits,
+                    settings: PipelineSettings) -> int:
+    """With `server_edits`: how many of the oldest tool uses the endpoint should clear.
+
+    A pure function of the (whole) history, so that it is the same for every call until the
+    history has grown by another batch: the conversation as sent grows between the goal and
+    the trigger, and each step clears about `trigger - goal` tokens at once. The most recent
+    `keep_tool_results` are never cleared."""
+    return _server_plan(messages, limits, settings)[0]
+
+
+def sent_tokens(messages: tuple[Message, ...], limits: Limits,
+                settings: PipelineSettings) -> int:
+    """The estimate of what the model sees: with `server_edits`, less what the endpoint
+    clears."""
+    return tokens_of(messages) - _server_plan(messages, limits, settings)[1]
+
+
+def _server_plan(messages: tuple[Message, ...], limits: Limits,
+                 settings: PipelineSettings) -> tuple[int, int]:
+    """(tool uses to clear, tokens that frees)."""
+    if not settings.server_edits:
+        return 0, 0
+    target, goal = _clearing_bounds(limits, settings)
+    size = tokens_of(messages)
+    if size <= target:
+        return 0, 0
+    step = max(1, target - goal)
+    wanted = (size - goal) // step * step
+    sizes = {b.tool_use_id: estimate_tokens(b.content) for m in messages if m.role == "user"
+             for b in m.content if isinstance(b, ToolResultBlock)}
+    uses = [b.id for m in messages if m.role == "assistant" for b in m.content
+            if isinstance(b, ToolUseBlock)]
+    freed = count = 0
+    for use in uses[:max(0, len(uses) - settings.keep_tool_results)]:
+        if freed >= wanted:
+            break
+        freed += max(0, sizes.get(use, 0) - SERVER_PLACEHOLDER_TOKENS)
+        count += 1
+    return count, freed
 
 
 async def _summarise(messages: tuple[Message, ...], model: str, compactor: Compactor,

@@ -28,6 +28,12 @@ class Usage(msgspec.Struct, frozen=True):
     cache_creation_input_tokens: int = 0
     model_calls: int = 0
 
+    @property
+    def prompt_tokens(self) -> int:
+        """All input of the request(s): `input_tokens` is only the part after the last cache
+        breakpoint, as the Messages API reports it."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(a + b for a, b in zip(msgspec.structs.astuple(self),
                                              msgspec.structs.astuple(other))))

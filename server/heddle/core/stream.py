@@ -18,6 +18,12 @@ class ModelRequest(msgspec.Struct, frozen=True):
     max_tokens: int = 8192
     thinking_budget: int | None = None
     """Extended thinking budget in tokens; None: thinking off."""
+    cache_ttl: str | None = None
+    """Prompt caching: `5m` or `1h` breakpoints (`heddle.model.caching` places them); None:
+    no `cache_control` at all (for endpoints that reject it)."""
+    clear_tool_uses: int = 0
+    """Server-side context editing: the endpoint clears the results of this many of the oldest
+    tool uses (`clear_tool_uses_20250919`); 0: no `context_management` is sent."""
 
 
 class BlockStarted(msgspec.Struct, frozen=True):
@@ -48,6 +54,9 @@ class BlockDone(msgspec.Struct, frozen=True):
 class StreamEnd(msgspec.Struct, frozen=True):
     stop_reason: str | None
     usage: Usage
+    cleared_input_tokens: int = 0
+    """Input tokens the endpoint's context editing cleared from this request (its
+    `context_management.applied_edits`); 0 without any."""
 
 
 StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Retry, StreamEnd]

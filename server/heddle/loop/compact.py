@@ -1,4 +1,11 @@
-"""Compaction by the model: a forked query (source "compact") summarises the history."""
+"""Compaction by the model: a forked query (source "compact") summarises the history.
+
+Given the session's system prompt and tools (`prefix`), the summary call sends them and the
+history as the session's own calls did, with the instructions in a last user message: its
+prompt then starts with what those calls cached, and the call reads the conversation from the
+prompt cache instead of paying for all of it again. The tools are offered (changing them
+would miss the whole cache) but none runs; the instructions say not to call them.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +39,33 @@ Include, under these headings:
 6. Next step: exactly what to do next.
 Answer with the summary only."""
 RESUME = "Continue the task from the next step in the summary."
+IN_SESSION = ("Stop working on the task now: do not call any tool. Write the working notes that "
+              "let you continue it after this conversation is cleared.\n\n" + SUMMARY_REQUEST)
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What the session's own calls send before the messages: kept identical for the cache."""
+
+    system: str
+    tools: tuple[dict, ...]
+    cache_ttl: str | None
+    thinking_budget: int | None = None
+    """The thinking setting is part of what a cached prefix of the messages depends on."""
+
+
+@dataclass(frozen=True)
+class _OfferedOnly:
+    """A tool runner that offers the session's tools and runs none of them."""
+
+    offered: tuple[dict, ...]
+
+    def schemas(self) -> tuple[dict, ...]:
+        return self.offered
+
+    def batch(self, task_group, permissions):
+        return Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking).batch(task_group,
+                                                                               permissions)
 
 
 class CompactError(Exception):
@@ -44,16 +78,27 @@ class ModelCompactor:
     max_tokens: int = 8192
     compact_model: str | None = None
     """Model that writes summaries; None: the session's model."""
+    prefix: Prefix | None = None
+    """The session's system prompt and tools; None: a summary prompt of its own."""
 
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
         model = self.compact_model or model
         before = estimate_tokens(to_api(messages))
-        request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
-        config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact", max_turns=1,
-                            max_tokens=self.max_tokens)
-        no_tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
-        seams = LoopDeps(self.model, no_tools, PermissionPolicy(mode="plan"))
+        p = self.prefix
+        if p is None:
+            request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
+            config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact",
+                                max_turns=1, max_tokens=self.max_tokens)
+            tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
+        else:
+            request = append_user(messages, (TextBlock(IN_SESSION),))
+            config = LoopConfig(system=p.system, model=model, source="compact", max_turns=1,
+                                max_tokens=self.max_tokens, cache_ttl=p.cache_ttl,
+                                thinking_budget=p.thinking_budget
+                                if (p.thinking_budget or 0) < self.max_tokens else None)
+            tools = _OfferedOnly(p.tools)
+        seams = LoopDeps(self.model, tools, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:
             terminal: Terminal = await drive(query(request, config, seams, LoopRuntime(tg)),
                                              lambda ev: None)

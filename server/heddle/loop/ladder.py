@@ -37,7 +37,7 @@ def guard(config: LoopConfig, state: LoopState) -> tuple[TerminalReason, ErrorIn
     if state.turn_count >= config.max_turns:
         return TerminalReason.MAX_TURNS, ErrorInfo(
             "maxTurns", f"stopped after {config.max_turns} model calls")
-    spent = state.usage.input_tokens + state.usage.output_tokens
+    spent = state.usage.prompt_tokens + state.usage.output_tokens
     if config.task_budget and spent >= config.task_budget:
         return TerminalReason.TOKEN_BUDGET, ErrorInfo(
             "tokenBudget", f"the task budget of {config.task_budget:,} tokens is spent "

@@ -14,6 +14,7 @@ from typing import AsyncIterator
 
 import anyio
 
+from heddle.context.pipeline import server_clearing
 from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retry, TextDelta,
                                 ThinkingDelta, Tombstone, ToolCallInput, ToolCallStarted, Usage)
 from heddle.core.messages import Message, ToolUseBlock, strip_thinking
@@ -33,7 +34,8 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         yield ModelCallStarted(index, model)
         request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
                                state.max_output_tokens_override or q.config.max_tokens,
-                               q.config.thinking_budget)
+                               q.config.thinking_budget, q.config.cache_ttl,
+                               server_clearing(messages, q.limits, q.config.pipeline))
         index += 1
         try:
             async with aclosing(q.deps.model.stream(request)) as stream:

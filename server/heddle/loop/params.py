@@ -38,6 +38,11 @@ class LoopConfig:
     limits: Limits | None = None
     """None: the model's own (`limits_for`)."""
     pipeline: PipelineSettings = PipelineSettings()
+    cache_ttl: str | None = None
+    """Prompt-cache breakpoints with this lifetime (`5m`, `1h`); None: no `cache_control`."""
+    cache_cold: bool = False
+    """The session's last model call is longer ago than the cache lifetime: the first call
+    re-writes the cache anyway, so the context pipeline may cut old content for free."""
 
     @property
     def is_subagent(self) -> bool:

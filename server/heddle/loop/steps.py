@@ -49,7 +49,8 @@ async def prepare_context(q: Query, now: Onward) -> Step:
     try:
         messages, size, compactions = await prepare(
             state.messages, context_tokens(state), q.limits, state.model, compactor,
-            q.config.pipeline, q.deps.microcompactor)
+            q.config.pipeline, q.deps.microcompactor,
+            cold=q.config.cache_cold and state.calls == 0)
     except anyio.get_cancelled_exc_class():
         for item in _cancelled(q, state, TerminalReason.ABORTED_STREAMING):
             yield item
@@ -105,7 +106,7 @@ async def output_limit(q: Query, now: Onward) -> Step:
     then nudged on, then kept as it is."""
     state, call = now.state, now.call
     response = call.response
-    reported = response.usage.input_tokens + response.usage.output_tokens
+    reported = response.usage.prompt_tokens + response.usage.output_tokens
     state = replace(state, context_base=(len(state.messages), reported))
     yield UsageReport(state.usage, context_tokens(state), q.limits.window, q.config.token_budget)
     if response.stop_reason != "max_tokens":

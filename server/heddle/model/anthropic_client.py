@@ -22,9 +22,10 @@ import anyio
 import msgspec
 
 from heddle.core.events import ErrorInfo, Retry
-from heddle.core.messages import Block
+from heddle.core.messages import Block, ToolUseBlock
 from heddle.core.stream import ModelError, ModelRequest, StreamEvent
 from heddle.envvars import number
+from heddle.model import caching
 from heddle.model.errors import classify
 from heddle.model.reader import BodyReader
 from heddle.model.retry import RetryPolicy, parse_retry_after
@@ -169,7 +170,8 @@ class AnthropicModel:
         # `cast_to=httpx2.Response` it hands back the response unread, after the same headers,
         # auth and timeouts as `messages.create`; an error status still raises its APIStatusError.
         response = await client.post("/v1/messages", cast_to=httpx2.Response,
-                                     content=request_body(request), stream=True)
+                                     content=request_body(request), stream=True,
+                                     options={"headers": request_headers(request)})
         decoder = SSEDecoder()
         assembler = Assembler(done)
         try:
@@ -198,15 +200,56 @@ def _body_chunks(response) -> AsyncIterator[bytes]:
     return response.aiter_bytes()
 
 
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"
+"""The 1-hour lifetime was a beta under this name; the API still accepts the header, and
+endpoints that follow the older docs need it."""
+
+
+def request_headers(request: ModelRequest) -> dict[str, str]:
+    betas = ([CONTEXT_MANAGEMENT_BETA] if request.clear_tool_uses else []) + (
+        [EXTENDED_TTL_BETA] if request.cache_ttl == "1h" else [])
+    return {"anthropic-beta": ",".join(betas)} if betas else {}
+
+
 def request_body(request: ModelRequest) -> bytes:
     """The Messages API request body: msgspec encodes the message Structs directly, where the
-    SDK would deep-copy the whole history and encode it with `json` (milliseconds per call)."""
+    SDK would deep-copy the whole history and encode it with `json` (milliseconds per call).
+
+    With `cache_ttl`, breakpoints go where `heddle.model.caching` says: the system prompt is
+    then sent as one text block, so that it can carry the stable prefix's breakpoint."""
+    ttl = request.cache_ttl
+    messages: Any = request.messages
+    system: Any = request.system
+    tools: Any = request.tools
+    if ttl is not None:
+        stable = 1 if (system or tools) else 0
+        positions = caching.message_breakpoints(request.messages,
+                                                caching.MAX_BREAKPOINTS - stable)
+        messages = caching.marked_messages(request.messages, positions, ttl)
+        if system:
+            system = [{"type": "text", "text": system, "cache_control": caching.marker(ttl)}]
+        elif tools:
+            tools = [*tools[:-1], {**tools[-1], "cache_control": caching.marker(ttl)}]
     body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens,
-                            "messages": request.messages, "stream": True}
-    if request.system:
-        body["system"] = request.system
-    if request.tools:
-        body["tools"] = request.tools
+                            "messages": messages, "stream": True}
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
     if request.thinking_budget:
         body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+    if request.clear_tool_uses:
+        body["context_management"] = {"edits": [{
+            "type": "clear_tool_uses_20250919",
+            # the oldest `clear_tool_uses` are cleared: the rest are kept, and the trigger
+            # always fires (the loop decides when clearing is worth its cache re-write)
+            "trigger": {"type": "tool_uses", "value": request.clear_tool_uses},
+            "keep": {"type": "tool_uses", "value": _tool_uses(request) - request.clear_tool_uses},
+        }]}
     return msgspec.json.encode(body)
+
+
+def _tool_uses(request: ModelRequest) -> int:
+    return sum(1 for m in request.messages if m.role == "assistant"
+               for b in m.content if isinstance(b, ToolUseBlock))

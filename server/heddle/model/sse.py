@@ -78,11 +78,32 @@ class SSEDecoder:
 
 # -- the JSON of the events, only the fields read (msgspec skips the rest) ---------------------
 
+class _CacheCreation(msgspec.Struct, gc=False):
+    ephemeral_5m_input_tokens: int = 0
+    ephemeral_1h_input_tokens: int = 0
+
+
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+    cache_creation: _CacheCreation | None = None
+
+    def creation(self) -> int | None:
+        """Tokens written to the cache: the total, else the sum of its per-lifetime split."""
+        if self.cache_creation_input_tokens is not None:
+            return self.cache_creation_input_tokens
+        c = self.cache_creation
+        return None if c is None else c.ephemeral_5m_input_tokens + c.ephemeral_1h_input_tokens
+
+
+class _AppliedEdit(msgspec.Struct, gc=False):
+    cleared_input_tokens: int = 0
+
+
+class _ContextManagement(msgspec.Struct, gc=False):
+    applied_edits: list[_AppliedEdit] = []
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -114,6 +135,7 @@ class _Event(msgspec.Struct, gc=False):
     content_block: _Block | None = None
     message: _Message | None = None
     usage: _Usage | None = None
+    context_management: _ContextManagement | None = None
 
 
 class _TypeOnly(msgspec.Struct):
@@ -194,7 +216,8 @@ class Assembler:
         """Set when an event of a known type could not be decoded; the rest is ignored."""
         self._builders: dict[int, _Builder] = {}
         self._usage_in: _Usage | None = None
-        self._output_tokens = 0
+        self._usage_end: _Usage | None = None
+        self._cleared = 0
         self._stop_reason: str | None = None
         self._saw_stop = False
 
@@ -264,7 +287,10 @@ class Assembler:
                 if ev.delta is not None:
                     self._stop_reason = ev.delta.stop_reason
                 if ev.usage is not None:
-                    self._output_tokens = ev.usage.output_tokens or 0
+                    self._usage_end = ev.usage
+                if ev.context_management is not None:
+                    self._cleared = sum(e.cleared_input_tokens
+                                        for e in ev.context_management.applied_edits)
             elif kind == "message_stop":
                 self._saw_stop = True
             elif kind == "error":  # an error body without the `event: error` line
@@ -278,13 +304,22 @@ class Assembler:
         """The response's StreamEnd; StreamIncomplete when it never said `message_stop`."""
         if not self._saw_stop:
             raise StreamIncomplete("no message_stop")
-        u = self._usage_in or _Usage()
+        start, end = self._usage_in or _Usage(), self._usage_end or _Usage()
+
+        def latest(field: str) -> int:
+            # message_delta's usage is cumulative and final where it has a field; the input
+            # and cache counts usually come only with message_start
+            value = getattr(end, field)
+            return (value if value is not None else getattr(start, field)) or 0
+
+        creation = end.creation()
         return StreamEnd(self._stop_reason, Usage(
-            input_tokens=u.input_tokens or 0,
-            output_tokens=self._output_tokens,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-            model_calls=model_calls))
+            input_tokens=latest("input_tokens"),
+            output_tokens=end.output_tokens or 0,
+            cache_read_input_tokens=latest("cache_read_input_tokens"),
+            cache_creation_input_tokens=(creation if creation is not None
+                                         else start.creation()) or 0,
+            model_calls=model_calls), self._cleared)
 
 
 def _chunk(index: int, thinking: bool, parts: list[str]) -> TextChunk | ThinkingChunk:

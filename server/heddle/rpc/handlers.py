@@ -46,6 +46,7 @@ def register(server: Daemon) -> None:
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options,
                                 defaults_for(settings), mode_from_settings=not p.permission_mode)
+        s.cache = settings.settings.cache
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
@@ -100,6 +101,7 @@ def register(server: Daemon) -> None:
         settings = read[-1] if read else None
         if settings is not None:  # the settings' fallback model, read with the session's folder
             session.options = session.options.over(defaults_for(settings))
+            session.cache = settings.settings.cache
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1

@@ -36,6 +36,7 @@ from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_res
 from heddle.sessions.session import SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps
+from heddle.settings import cache_from_env
 from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,12 @@ class HeddleServer(LanguageServer):
                                         else self.state_sessions)
         self.tools = builtin_tools()
         self._models: dict[str, ModelCaller] = {}
+        cache, problems = cache_from_env(env)
+        for problem in problems:
+            log.warning("%s", problem)
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=self.tools, new_id=lambda: uuid.uuid4().hex,
-            limits_for=lambda model: _limits(model, window))
+            limits_for=lambda model: _limits(model, window), cache=cache)
         self._stop = asyncio.Event()
         self.exit_code = 0
         self.stopping = False

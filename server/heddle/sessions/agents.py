@@ -41,7 +41,8 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
         tools = {n: t for n, t in toolbox.tools.items() if n in AGENT_TOOLS}
         sub = LoopConfig(system=AGENT_SYSTEM.format(workspace=toolbox.ctx.workspace),
                          model=config.model, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
-                         max_tokens=config.max_tokens, limits=config.limits)
+                         max_tokens=config.max_tokens, limits=config.limits,
+                         pipeline=config.pipeline, cache_ttl=config.cache_ttl)
         seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
                                              toolbox.permission_lock),
                          deps.permissions, compactor=deps.compactor, new_id=deps.new_id)
@@ -49,7 +50,7 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
             terminal = await drive(query((user_text(prompt),), sub, seams,
                                          LoopRuntime(tg, emit=forward)), forward)
         calls = sum(len(tool_uses(m)) for m in terminal.messages if m.role == "assistant")
-        spent = terminal.usage.input_tokens + terminal.usage.output_tokens
+        spent = terminal.usage.prompt_tokens + terminal.usage.output_tokens
         summary = f"{calls} tool call{'' if calls == 1 else 's'}, {spent:,} tokens"
         if terminal.reason is TerminalReason.COMPLETED and terminal.text.strip():
             return ToolOutput(terminal.text, summary)

@@ -18,6 +18,7 @@ from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptWriter, read)
+from heddle.settings import CacheSettings
 from heddle.tools.documents import EditorDocuments
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,11 @@ class Session:
     """The session's compactor with its circuit breaker (made at the first turn)."""
     documents: EditorDocuments | None = None
     """The editor's open documents (one set for the daemon's sessions)."""
+    cache: CacheSettings = CacheSettings()
+    """The settings files' `[cache]` (unset fields: the daemon's defaults)."""
+    last_call_at: float | None = None
+    """`time.monotonic()` when its last turn ended (about its last model call); None: no turn
+    in this daemon yet."""
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,13 @@ if that turn completes; otherwise it runs as a turn of its own.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 import anyio
 
-from heddle.context.pipeline import CircuitBreaker, compact_now, tokens_of
+from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
                                 TerminalReason, ToolCallFinished, Usage)
@@ -22,13 +23,14 @@ from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
 from heddle.loop.budget import parse_budget
-from heddle.loop.compact import ModelCompactor
+from heddle.loop.compact import ModelCompactor, Prefix
 from heddle.loop.deps import LoopDeps
 from heddle.loop.endings import INTERRUPTED
 from heddle.loop.executor import Toolbox
 from heddle.loop.hooks import StopHooks
 from heddle.loop.params import LoopConfig, LoopRuntime, Outlet
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
+from heddle.model.caching import LIFETIME_SECONDS
 from heddle.loop.query import drive, query
 from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
@@ -38,6 +40,8 @@ from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
+from heddle.tools.base import schema_of
+from heddle.settings import CacheSettings
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
@@ -53,6 +57,8 @@ class TurnDeps:
     new_id: Callable[[], str]
     max_tokens: int = 8192
     limits_for: Callable[[str], Limits] | None = None
+    cache: CacheSettings = CacheSettings(prompt_cache=True, ttl="5m", context_editing=False)
+    """The daemon's prompt-cache defaults (a session's settings files may override them)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                 append_user(messages, tail) if tail else messages, Usage())
         session.messages = terminal.messages
         session.turns_run += 1
+        session.last_call_at = time.monotonic()
         if transcript is not None:
             transcript.end(turn_id, terminal.reason.value, terminal.usage)
         return terminal
@@ -166,6 +173,8 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
     """What a turn's query runs with: the session's model and options, the request's limits."""
+    cache = session.cache.over(deps.cache)
+    ttl = cache.ttl or "5m"
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -173,7 +182,16 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         token_budget=request.token_budget or parse_budget(request.prompt),
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
-        limits=deps.limits_for(session.model) if deps.limits_for else None)
+        limits=deps.limits_for(session.model) if deps.limits_for else None,
+        cache_ttl=ttl if cache.prompt_cache else None,
+        cache_cold=bool(cache.prompt_cache) and cache_expired(session.last_call_at,
+                                                             time.monotonic(), ttl),
+        pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
+
+
+def cache_expired(last_call_at: float | None, now: float, ttl: str) -> bool:
+    """Whether the prompt cache of a session's last call has surely expired by `now`."""
+    return last_call_at is not None and now - last_call_at > LIFETIME_SECONDS[ttl]
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:
@@ -186,10 +204,18 @@ def stop_hooks_of(session: Session) -> StopHooks | None:
 
 
 def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
-    """The session's compactor; its circuit breaker counts failures across turns."""
+    """The session's compactor; its circuit breaker counts failures across turns. It sends the
+    session's own system prompt and tools, so that its call reads the conversation from the
+    prompt cache."""
     if session.compactor is None:
+        cache = session.cache.over(deps.cache)
+        prefix = Prefix(system_prompt(session.workspace, session.system_extra),
+                        tuple(schema_of(t) for t in deps.tools.values()),
+                        (cache.ttl or "5m") if cache.prompt_cache else None,
+                        session.options.thinking_budget)
         session.compactor = CircuitBreaker(ModelCompactor(
-            deps.model_for(session.model), compact_model=session.options.compact_model))
+            deps.model_for(session.model), compact_model=session.options.compact_model,
+            prefix=prefix))
     return session.compactor
 
 

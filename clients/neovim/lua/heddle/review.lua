@@ -1,0 +1,476 @@
+--- Review of a proposed edit before it lands: a tab page with the current text (left, read-only)
+--- and the proposal (right, editable) in diff mode, a sign and a note on each hunk saying what
+--- will happen to it, and keymaps to accept or reject the hunk under the cursor or all of them.
+---
+--- The answer is built from what the user left on screen: if the proposal buffer no longer
+--- holds the proposed text, the daemon gets it as `finalText` (and writes exactly that); else
+--- the hunks the user rejected, with their messages, go as `hunks`.
+local config = require('heddle.config')
+
+local M = {}
+
+local api = vim.api
+local ns = api.nvim_create_namespace('heddle.review')
+local count = 0
+local active = nil ---@type heddle.Review?
+local closed_waiters = {} ---@type fun()[]
+
+for group, link in pairs({
+  HeddleHunkPending = 'DiagnosticWarn',
+  HeddleHunkAccepted = 'DiagnosticOk',
+  HeddleHunkRejected = 'DiagnosticError',
+}) do
+  api.nvim_set_hl(0, group, { link = link, default = true })
+end
+
+local looks = {
+  pending = { sign = '?', group = 'HeddleHunkPending', note = 'pending (accepted unless rejected)' },
+  accept = { sign = '✓', group = 'HeddleHunkAccepted', note = 'accepted' },
+  reject = { sign = '✗', group = 'HeddleHunkRejected', note = 'rejected' },
+}
+
+---@class heddle.Hunk
+---@field index integer
+---@field decision 'accept'|'reject'|nil
+---@field message string?
+---@field old_rows integer[] rows (0-based) of the removed lines in the before buffer
+---@field new_rows integer[] rows (0-based) of the added lines in the proposal buffer
+---@field old_range integer[] first and last row of the hunk in the before buffer
+---@field range integer extmark spanning the hunk in the proposal buffer
+---@field marks table<integer, integer[]> buffer -> sign extmark ids
+
+---@class heddle.Review
+---@field params table
+---@field after string
+---@field hunks heddle.Hunk[]
+local Review = {}
+Review.__index = Review
+
+--- Whether a `permission/request` preview can be reviewed hunk by hunk.
+function M.supported(preview)
+  return type(preview) == 'table'
+    and type(preview.before) == 'string'
+    and type(preview.after) == 'string'
+    and type(preview.hunks) == 'table'
+    and #preview.hunks > 0
+end
+
+--- The review on screen, if any.
+function M.active()
+  return active
+end
+
+--- Calls `fn` once no review is on screen.
+function M.when_closed(fn)
+  if not active then
+    return fn()
+  end
+  table.insert(closed_waiters, fn)
+end
+
+local function lines_of(text)
+  local lines = vim.split(text, '\n', { plain = true })
+  if text:sub(-1) == '\n' then
+    table.remove(lines)
+  end
+  return lines
+end
+
+--- Rows (0-based) of the lines a hunk removes and adds, from its `@@` header and body.
+local function parse(hunk)
+  local old_row, new_row = hunk.oldStart - 1, hunk.newStart - 1
+  -- An empty range's start is the line before it (difflib, like diff -u).
+  if hunk.oldLines == 0 then
+    old_row = hunk.oldStart
+  end
+  if hunk.newLines == 0 then
+    new_row = hunk.newStart
+  end
+  local old_rows, new_rows = {}, {}
+  local body = vim.split(hunk.diff or '', '\n', { plain = true })
+  for i = 2, #body do
+    local mark = body[i]:sub(1, 1)
+    if mark == ' ' then
+      old_row, new_row = old_row + 1, new_row + 1
+    elseif mark == '-' then
+      table.insert(old_rows, old_row)
+      old_row = old_row + 1
+    elseif mark == '+' then
+      table.insert(new_rows, new_row)
+      new_row = new_row + 1
+    end
+  end
+  return old_rows, new_rows
+end
+
+local function scratch(name, lines, modifiable)
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'wipe'
+  pcall(api.nvim_buf_set_name, buf, name)
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modified = false
+  vim.bo[buf].modifiable = modifiable
+  return buf
+end
+
+--- Syntax colours of the file's type, without setting 'filetype' (which would start language
+--- servers and ftplugins on a scratch buffer).
+local function colour(buf, path)
+  local ft = vim.filetype.match({ filename = path, buf = buf })
+  if not ft then
+    return
+  end
+  local lang = vim.treesitter.language.get_lang(ft) or ft
+  if not pcall(vim.treesitter.start, buf, lang) then
+    vim.bo[buf].syntax = ft
+  end
+end
+
+local function clamp(buf, row)
+  return math.max(0, math.min(row, api.nvim_buf_line_count(buf) - 1))
+end
+
+--- Draws the sign of `hunk` on each of its lines, and its note on its first line.
+function Review:_draw(hunk)
+  local look = looks[hunk.decision or 'pending']
+  local total = #self.hunks
+  for _, side in ipairs({ { self.before, hunk.old_rows }, { self.proposal, hunk.new_rows } }) do
+    local buf, rows = side[1], side[2]
+    if api.nvim_buf_is_valid(buf) then
+      hunk.marks[buf] = hunk.marks[buf] or {}
+      for i, row in ipairs(rows) do
+        local id = hunk.marks[buf][i]
+        if id then
+          row = api.nvim_buf_get_extmark_by_id(buf, ns, id, {})[1] or row
+        end
+        local note = nil
+        if i == 1 then
+          local text = ('hunk %d/%d: %s'):format(hunk.index + 1, total, look.note)
+          if hunk.message then
+            text = text .. ' — ' .. hunk.message
+          end
+          note = { { text, look.group } }
+        end
+        hunk.marks[buf][i] = api.nvim_buf_set_extmark(buf, ns, clamp(buf, row), 0, {
+          id = id,
+          sign_text = look.sign,
+          sign_hl_group = look.group,
+          virt_text = note,
+          virt_text_pos = note and 'eol' or nil,
+          invalidate = false,
+        })
+      end
+    end
+  end
+end
+
+--- The hunk on the cursor line of `win`, if the window shows one of the review's buffers.
+function Review:hunk_at(win)
+  local buf = api.nvim_win_get_buf(win)
+  local row = api.nvim_win_get_cursor(win)[1] - 1
+  for _, hunk in ipairs(self.hunks) do
+    local first, last
+    if buf == self.before then
+      first, last = hunk.old_range[1], hunk.old_range[2]
+    elseif buf == self.proposal then
+      local mark = api.nvim_buf_get_extmark_by_id(buf, ns, hunk.range, { details = true })
+      first, last = mark[1], mark[3] and mark[3].end_row or mark[1]
+    end
+    if first and row >= first and row <= last then
+      return hunk
+    end
+  end
+  return nil
+end
+
+function Review:set(hunk, decision, message)
+  hunk.decision, hunk.message = decision, message
+  self:_draw(hunk)
+end
+
+--- Moves the cursor of `win` to the first undecided hunk, or says none is left.
+function Review:next(win)
+  for _, hunk in ipairs(self.hunks) do
+    if not hunk.decision then
+      local buf = api.nvim_win_get_buf(win)
+      local id = hunk.marks[buf] and hunk.marks[buf][1]
+      local row = id and api.nvim_buf_get_extmark_by_id(buf, ns, id, {})[1]
+      if row then
+        api.nvim_win_set_cursor(win, { row + 1, 0 })
+      end
+      return
+    end
+  end
+  vim.notify('heddle: every hunk is decided: :AgentAccept applies them', vim.log.levels.INFO)
+end
+
+--- The proposal buffer's text, as a file's text.
+function Review:text()
+  local lines = api.nvim_buf_get_lines(self.proposal, 0, -1, false)
+  local text = table.concat(lines, '\n')
+  if #lines > 1 or lines[1] ~= '' then
+    text = text .. '\n'
+  end
+  return text
+end
+
+--- Whether the user changed the proposal buffer.
+function Review:edited()
+  return api.nvim_buf_is_valid(self.proposal) and self:text() ~= self.after
+end
+
+--- The `permission/request` result for an allowing `decision`, from what is on screen.
+function Review:allow(decision, rule)
+  local result = { decision = decision, rule = rule }
+  if self:edited() then
+    result.finalText = self:text()
+    return result
+  end
+  local hunks, rejected = {}, false
+  for _, hunk in ipairs(self.hunks) do
+    if hunk.decision then
+      table.insert(hunks, { index = hunk.index, decision = hunk.decision, message = hunk.message })
+      rejected = rejected or hunk.decision == 'reject'
+    end
+  end
+  if rejected then
+    result.hunks = hunks
+  end
+  return result
+end
+
+--- Answers the request with `result` (once; later answers are ignored) and closes the review.
+function Review:answer(result)
+  if self.answered then
+    return
+  end
+  self.answered = true
+  self:close()
+  self.on_answer(result)
+end
+
+--- Takes the review off the screen, back to where the user was.
+function Review:close()
+  if self.closed then
+    return
+  end
+  self.closed = true
+  if api.nvim_tabpage_is_valid(self.tab) and #api.nvim_list_tabpages() > 1 then
+    pcall(vim.cmd.tabclose, api.nvim_tabpage_get_number(self.tab))
+  end
+  for _, buf in ipairs({ self.before, self.proposal }) do
+    if api.nvim_buf_is_valid(buf) then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+  if self.origin and api.nvim_win_is_valid(self.origin) then
+    pcall(api.nvim_set_current_win, self.origin)
+  end
+  if active == self then
+    active = nil
+    local waiters = closed_waiters
+    closed_waiters = {}
+    for _, fn in ipairs(waiters) do
+      fn()
+    end
+  end
+end
+
+-- Keymaps ------------------------------------------------------------------------------------
+
+local function ask_message(prompt, fn)
+  vim.ui.input({ prompt = prompt }, function(input)
+    local message = type(input) == 'string' and vim.trim(input) or ''
+    fn(message ~= '' and message or nil)
+  end)
+end
+
+local actions = {}
+
+function actions.accept_hunk(self, win)
+  local hunk = self:hunk_at(win)
+  if not hunk then
+    return vim.notify('heddle: no hunk under the cursor', vim.log.levels.WARN)
+  end
+  self:set(hunk, 'accept')
+  self:next(win)
+end
+
+function actions.reject_hunk(self, win)
+  local hunk = self:hunk_at(win)
+  if not hunk then
+    return vim.notify('heddle: no hunk under the cursor', vim.log.levels.WARN)
+  end
+  ask_message(('Why reject hunk %d? (optional): '):format(hunk.index + 1), function(message)
+    if not self.closed then
+      self:set(hunk, 'reject', message)
+      self:next(win)
+    end
+  end)
+end
+
+function actions.accept_all(self)
+  for _, hunk in ipairs(self.hunks) do
+    self:set(hunk, 'accept')
+  end
+end
+
+function actions.reject_all(self)
+  for _, hunk in ipairs(self.hunks) do
+    self:set(hunk, 'reject')
+  end
+end
+
+local descriptions = {
+  accept_hunk = 'Heddle: accept the hunk under the cursor',
+  reject_hunk = 'Heddle: reject the hunk under the cursor',
+  accept_all = 'Heddle: accept every hunk',
+  reject_all = 'Heddle: reject every hunk',
+}
+
+function Review:_keymaps()
+  local keys = config.options.review.keys
+  for _, buf in ipairs({ self.before, self.proposal }) do
+    for name, fn in pairs(actions) do
+      if keys[name] then
+        vim.keymap.set('n', keys[name], function()
+          fn(self, api.nvim_get_current_win())
+        end, { buffer = buf, nowait = true, desc = descriptions[name] })
+      end
+    end
+  end
+end
+
+local function winbar(text)
+  return text:gsub('%%', '%%%%')
+end
+
+local function help_line(title)
+  local keys = config.options.review.keys
+  local parts = { ('Heddle: %s'):format(title) }
+  for _, entry in ipairs({
+    { 'accept_hunk', 'accept hunk' },
+    { 'reject_hunk', 'reject hunk' },
+    { 'accept_all', 'accept all' },
+    { 'reject_all', 'reject all' },
+  }) do
+    if keys[entry[1]] then
+      table.insert(parts, ('%s %s'):format(keys[entry[1]], entry[2]))
+    end
+  end
+  table.insert(parts, ':AgentAccept answers · :AgentReject')
+  return table.concat(parts, ' · ')
+end
+
+--- Opens the review of `params` (a `permission/request` whose preview is `supported`); calls
+--- `on_answer(result)` once the user answers through it (or closes it).
+--- @param params table
+--- @param on_answer fun(result: table)
+--- @return heddle.Review
+function M.open(params, on_answer)
+  count = count + 1
+  local preview = params.preview
+  local path = preview.path or 'file'
+  local self = setmetatable({
+    params = params,
+    after = preview.after,
+    hunks = {},
+    on_answer = on_answer,
+    origin = api.nvim_get_current_win(),
+  }, Review)
+  self.before =
+    scratch(('heddle://review/%d/before/%s'):format(count, path), lines_of(preview.before), false)
+  self.proposal =
+    scratch(('heddle://review/%d/proposal/%s'):format(count, path), lines_of(preview.after), true)
+
+  vim.cmd.sbuffer({ args = { self.before }, mods = { tab = vim.fn.tabpagenr('$') } })
+  self.tab = api.nvim_get_current_tabpage()
+  local left = api.nvim_get_current_win()
+  vim.cmd('rightbelow vsplit')
+  local right = api.nvim_get_current_win()
+  api.nvim_win_set_buf(right, self.proposal)
+  for _, win in ipairs({ left, right }) do
+    api.nvim_win_call(win, function()
+      vim.cmd('diffthis')
+    end)
+    vim.wo[win].signcolumn = 'yes'
+    vim.wo[win].wrap = false
+  end
+  vim.wo[left].winbar = winbar(('%s as it is (read-only)'):format(path))
+  vim.wo[right].winbar = winbar(help_line(params.title or ('Edit ' .. path)))
+  colour(self.before, path)
+  colour(self.proposal, path)
+
+  for _, h in ipairs(preview.hunks) do
+    local old_rows, new_rows = parse(h)
+    local first = clamp(self.proposal, h.newStart - 1)
+    local last = clamp(self.proposal, h.newStart - 1 + math.max(h.newLines - 1, 0))
+    local hunk = {
+      index = h.index,
+      old_rows = old_rows,
+      new_rows = new_rows,
+      old_range = { h.oldStart - 1, h.oldStart - 1 + math.max(h.oldLines - 1, 0) },
+      range = api.nvim_buf_set_extmark(self.proposal, ns, first, 0, {
+        end_row = last,
+        right_gravity = false,
+        end_right_gravity = true,
+      }),
+      marks = {},
+    }
+    table.insert(self.hunks, hunk)
+    self:_draw(hunk)
+  end
+  self:_keymaps()
+  api.nvim_create_autocmd('BufWipeout', {
+    buffer = self.proposal,
+    once = true,
+    callback = function()
+      vim.schedule(function()
+        self:answer({
+          decision = 'reject',
+          message = 'The user closed the review without answering.',
+        })
+      end)
+    end,
+  })
+  active = self
+  api.nvim_set_current_win(right)
+  self:next(right)
+  return self
+end
+
+--- `:AgentAccept`: answers the open review with what is on screen. Returns false if none.
+function M.accept()
+  if not active then
+    return false
+  end
+  active:answer(active:allow('allowOnce'))
+  return true
+end
+
+--- `:AgentReject`: rejects the whole change, with `message` (asked for if nil). Returns false
+--- if no review is open.
+function M.reject(message)
+  local review = active
+  if not review then
+    return false
+  end
+  local function send(text)
+    review:answer({ decision = 'reject', message = text })
+  end
+  if message and vim.trim(message) ~= '' then
+    send(vim.trim(message))
+  else
+    ask_message('Tell Heddle why (optional): ', send)
+  end
+  return true
+end
+
+--- Closes the open review (the turn ended), answering it with a rejection.
+function M.cancel(reason)
+  if active then
+    active:answer({ decision = 'reject', message = reason })
+  end
+end
+
+return M

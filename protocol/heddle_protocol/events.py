@@ -6,7 +6,8 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle_protocol.types import (CancelPhase, ErrorInfo, PermissionOutcome, Preview,
+from heddle_protocol.types import (CancelPhase, ErrorInfo, HunkDecision, PermissionOutcome,
+                                   Preview,
                                    RuleScope, TerminalReason, Usage, Wire)
 
 
@@ -64,6 +65,12 @@ class PermissionAskedEvent(Ev, tag="permissionAsked"):
     preview: Preview | None = None
 
 
+class HunkOutcome(Wire):
+    index: int
+    decision: HunkDecision
+    message: str | None = None
+
+
 class PermissionAnsweredEvent(Ev, tag="permissionAnswered"):
     """Follows every `permissionAsked` (before the call's `toolCallFinished`), and every call
     the daemon refuses without asking."""
@@ -79,6 +86,11 @@ class PermissionAnsweredEvent(Ev, tag="permissionAnswered"):
     asked."""
     scope: RuleScope | None = None
     """With `allowAlways`: where the rule was kept."""
+    hunks: list[HunkOutcome] | None = None
+    """For an edit answered per hunk: every hunk's outcome, in order. Omitted: all or nothing."""
+    edited: bool | None = None
+    """True when the user's own text (`finalText`) was written instead of the proposal.
+    Omitted: it was not."""
 
 
 class TodoItem(Wire):

@@ -54,6 +54,10 @@ METHODS: tuple[Method, ...] = (
     Method("permission/request", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
            t.PermissionRequestParams, t.PermissionRequestResult,
            "Ask the user whether a tool call may run."),
+    Method("workspace/applyEdit", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
+           t.ApplyWorkspaceEditParams, t.ApplyWorkspaceEditResult,
+           "Standard LSP: change an open document's buffer at the version the client reported; "
+           "sent only to clients that declare workspace.applyEdit and documentChanges."),
     Method("rules/list", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
            t.RulesListParams, t.RulesListResult,
            "The permission rules a session applies, with their scopes."),

@@ -39,6 +39,9 @@ class ClientHeddleCapabilities(Wire):
     permission_requests: bool = False
     """The client answers `permission/request`. Omitted: false, so every tool that would ask
     gets the permission mode's safe default (refused, with the reason in the tool result)."""
+    review_hunks: bool = False
+    """The client can answer an edit's `permission/request` per hunk (`hunks`, `finalText`).
+    Informative: the daemon sends `preview.before/after/hunks` to every client."""
 
 
 class ServerHeddleCapabilities(Wire):
@@ -244,10 +247,34 @@ class TurnCancelParams(Wire):
 
 # --- permission -------------------------------------------------------------------------------
 
+class DiffHunk(Wire):
+    """One hunk of a `DiffPreview.diff` (difflib, 3 lines of context, as `git add -p` shows)."""
+
+    index: int
+    """From 0, in the order of `diff`."""
+    old_start: int
+    """1-based first line in `before`, as in the `@@` line (for an empty range: the line
+    after which the new lines go, 0 at the start of the file)."""
+    old_lines: int
+    new_start: int
+    """1-based first line in `after`, as in the `@@` line."""
+    new_lines: int
+    diff: str
+    """This hunk's text, its `@@` header line first."""
+
+
 class DiffPreview(Wire, tag="diff", tag_field="kind"):
     path: str
     diff: str
     """Unified diff of the change."""
+    before: str | None = None
+    """The current text: the editor's buffer if the file is open there, else the disk's; ""
+    for a new file. Omitted (with `after` and `hunks`) when either text is over 1 MiB or not
+    UTF-8: then the answer is all or nothing."""
+    after: str | None = None
+    """The proposed full text."""
+    hunks: list[DiffHunk] | None = None
+    """The hunks of `diff`, which an answer may accept or reject one by one."""
 
 
 class CommandPreview(Wire, tag="command", tag_field="kind"):
@@ -292,6 +319,17 @@ class PermissionRequestParams(Wire):
     """Omitted: nothing to preview beyond the title."""
 
 
+HunkDecision = Literal["accept", "reject"]
+
+
+class HunkAnswer(Wire):
+    index: int
+    """A `DiffHunk.index` of the request's preview."""
+    decision: HunkDecision
+    message: str | None = None
+    """With `reject`: told to the model with the hunk. Omitted: no message."""
+
+
 class PermissionRequestResult(Wire):
     decision: PermissionDecision
     rule: str | None = None
@@ -300,6 +338,64 @@ class PermissionRequestResult(Wire):
     """With `reject`: told to the model as the tool result. Omitted: a generic refusal."""
     scope: RuleScope | None = None
     """With `allowAlways`: where to keep the rule. Omitted: `session`."""
+    hunks: list[HunkAnswer] | None = None
+    """With `allowOnce`/`allowAlways` on a preview with `hunks`: the user's decision per hunk;
+    hunks not listed are accepted. Every hunk rejected counts as `reject` (their messages
+    joined are the message). An unknown or repeated index makes the answer invalid (a
+    rejection). Omitted: every hunk accepted."""
+    final_text: str | None = None
+    """With `allowOnce`/`allowAlways` on a preview with `after`: the text the user wants
+    written instead of the proposal (they edited it); takes precedence over `hunks`.
+    Omitted: the proposal, with `hunks` applied."""
+
+
+# --- workspace/applyEdit (standard LSP, the subset Heddle sends) -----------------------------
+
+class Position(Wire):
+    line: int
+    """0-based."""
+    character: int
+    """0-based, in the negotiated `positionEncoding` (UTF-16 code units by default)."""
+
+
+class TextRange(Wire):
+    start: Position
+    end: Position
+
+
+class TextEdit(Wire):
+    range: TextRange
+    new_text: str
+
+
+class VersionedDocument(Wire):
+    uri: str
+    version: int
+    """The buffer's version as the client last reported it (`didOpen`/`didChange`)."""
+
+
+class TextDocumentEdit(Wire):
+    text_document: VersionedDocument
+    edits: list[TextEdit]
+    """Line-granular: one per changed region, ranges in the document before the edit, at
+    character 0 except at the end of a last line without a newline."""
+
+
+class WorkspaceEdit(Wire):
+    document_changes: list[TextDocumentEdit]
+
+
+class ApplyWorkspaceEditParams(Wire):
+    label: str
+    """`Heddle: Edit app.py`."""
+    edit: WorkspaceEdit
+
+
+class ApplyWorkspaceEditResult(Wire):
+    applied: bool
+    failure_reason: str | None = None
+    """With `applied: false`: why, quoted to the model. Omitted: no reason given."""
+    failed_change: int | None = None
 
 
 # --- workspace trust --------------------------------------------------------------------------

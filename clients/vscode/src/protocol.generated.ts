@@ -12,6 +12,7 @@ export const Methods = {
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
   PermissionRequest: "permission/request",
+  WorkspaceApplyEdit: "workspace/applyEdit",
   RulesList: "rules/list",
   RulesAdd: "rules/add",
   RulesRevoke: "rules/revoke",
@@ -43,8 +44,18 @@ export interface AgentEventEvent {
   agent: string;
   event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;
 }
+export interface ApplyWorkspaceEditParams {
+  label: string;
+  edit: WorkspaceEdit;
+}
+export interface ApplyWorkspaceEditResult {
+  applied: boolean;
+  failureReason?: string | null;
+  failedChange?: number | null;
+}
 export interface ClientHeddleCapabilities {
   permissionRequests?: boolean;
+  reviewHunks?: boolean;
 }
 export interface CommandPreview {
   kind: "command";
@@ -64,10 +75,21 @@ export interface ContextItem {
   range?: LineRange | null;
   language?: string | null;
 }
+export interface DiffHunk {
+  index: number;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  diff: string;
+}
 export interface DiffPreview {
   kind: "diff";
   path: string;
   diff: string;
+  before?: string | null;
+  after?: string | null;
+  hunks?: Array<DiffHunk> | null;
 }
 export interface ErrorEvent {
   kind: "error";
@@ -78,6 +100,16 @@ export interface ErrorInfo {
   message: string;
   status?: number | null;
   retryable?: boolean;
+}
+export interface HunkAnswer {
+  index: number;
+  decision: "accept" | "reject";
+  message?: string | null;
+}
+export interface HunkOutcome {
+  index: number;
+  decision: "accept" | "reject";
+  message?: string | null;
 }
 export interface LineRange {
   startLine: number;
@@ -101,6 +133,8 @@ export interface PermissionAnsweredEvent {
   rule?: string | null;
   reason?: string | null;
   scope?: "project" | "session" | "user" | null;
+  hunks?: Array<HunkOutcome> | null;
+  edited?: boolean | null;
 }
 export interface PermissionAskedEvent {
   kind: "permissionAsked";
@@ -128,11 +162,17 @@ export interface PermissionRequestResult {
   rule?: string | null;
   message?: string | null;
   scope?: "project" | "session" | "user" | null;
+  hunks?: Array<HunkAnswer> | null;
+  finalText?: string | null;
 }
 export interface PermissionRule {
   rule: string;
   kind: "allow" | "ask" | "deny";
   scope: "project" | "session" | "user";
+}
+export interface Position {
+  line: number;
+  character: number;
 }
 export interface RetryEvent {
   kind: "retry";
@@ -233,6 +273,18 @@ export interface SessionNewResult {
 export interface TextDeltaEvent {
   kind: "textDelta";
   text: string;
+}
+export interface TextDocumentEdit {
+  textDocument: VersionedDocument;
+  edits: Array<TextEdit>;
+}
+export interface TextEdit {
+  range: TextRange;
+  newText: string;
+}
+export interface TextRange {
+  start: Position;
+  end: Position;
 }
 export interface ThinkingDeltaEvent {
   kind: "thinkingDelta";
@@ -335,6 +387,13 @@ export interface UsageEvent {
   contextTokens?: number;
   contextWindow?: number;
   tokenBudget?: number | null;
+}
+export interface VersionedDocument {
+  uri: string;
+  version: number;
+}
+export interface WorkspaceEdit {
+  documentChanges: Array<TextDocumentEdit>;
 }
 export interface WorkspaceTrustParams {
   workspace: string;

@@ -10,6 +10,7 @@ return {
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",
     PERMISSION_REQUEST = "permission/request",
+    WORKSPACE_APPLYEDIT = "workspace/applyEdit",
     RULES_LIST = "rules/list",
     RULES_ADD = "rules/add",
     RULES_REVOKE = "rules/revoke",

@@ -1,0 +1,253 @@
+"""The agent's edits in Neovim: buffers are synced to the daemon, edits to open buffers go through
+the editor (version-checked, saved per `save_after_edit`), edits are reviewed hunk by hunk, and
+buffers of files written to disk are reloaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heddle.scripted import ScriptedServer
+
+
+def tool_use(name: str, **tool_input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "name": name, "input": tool_input}
+
+
+def scenario(*tools: dict[str, Any]) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [{"content": [tool]} for tool in tools]
+    return {"steps": [*steps, {"content": [{"type": "text", "text": "Done."}]}]}
+
+
+def tool_result(request: Any) -> dict[str, Any]:
+    [block] = [b for b in request.body["messages"][-1]["content"]
+               if isinstance(b, dict) and b["type"] == "tool_result"]
+    return block
+
+
+def text_of(block: dict[str, Any]) -> str:
+    content = block["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+def numbered(count: int) -> list[str]:
+    return [f"line {i}" for i in range(1, count + 1)]
+
+
+def text(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def buffer_lines(editor, path: Path) -> list[str]:
+    return editor.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)",
+                      str(path))
+
+
+def modified(editor, path: Path) -> bool:
+    return editor.lua("return vim.bo[vim.fn.bufnr(...)].modified", str(path))
+
+
+def attached(editor, path: Path) -> list[str]:
+    return editor.lua("local buf = vim.fn.bufnr(...) return vim.tbl_map(function(c) "
+                      "return c.name end, vim.lsp.get_clients({ bufnr = buf }))", str(path))
+
+
+def test_buffers_are_synced_and_reads_see_unsaved_text(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    # Opened and changed before the daemon starts; the daemon still gets the buffer's text.
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    editor.cmd(f"edit {app}")
+    editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'x = 99  # unsaved' })")
+    scripted.add_scenario("read", scenario(tool_use("Read", path="app.py")))
+    editor.setup(model="read")
+
+    editor.cmd("AgentRun what is x?")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert attached(editor, app) == ["heddle"]
+    # Only files: the transcript is not a document of the daemon.
+    assert editor.lua("return #vim.lsp.get_clients({ bufnr = require('heddle').status().buf })") == 0
+    # Opened after the daemon started: attached too.
+    other = workspace / "other.py"
+    other.write_text("y = 2\n")
+    editor.cmd(f"edit {other}")
+    assert attached(editor, other) == ["heddle"]
+    # Not a language server: nothing of vim.lsp's per-client setup took the buffer.
+    assert editor.lua("local bo = vim.bo[vim.fn.bufnr(...)] "
+                      "return { bo.omnifunc, bo.tagfunc, bo.formatexpr }", str(app)) == ["", "", ""]
+    assert editor.lua("return vim.fn.maparg('K', 'n', false, true).buffer") is None
+    _, after_read = scripted.requests_for("read")
+    assert "x = 99  # unsaved" in text_of(tool_result(after_read))
+    assert app.read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize(("dirty", "mode", "saved"), [
+    (True, "if_clean", False),
+    (True, "always", True),
+    (False, "if_clean", True),
+    (False, "never", False),
+])
+def test_an_edit_of_an_open_buffer_keeps_unsaved_work_and_saves_per_setting(
+        editor, scripted: ScriptedServer, workspace: Path,
+        dirty: bool, mode: str, saved: bool) -> None:
+    original = numbered(12)
+    app = workspace / "app.py"
+    app.write_text(text(original))
+    editor.cmd(f"edit {app}")
+    expected = list(original)
+    if dirty:
+        # The user's unsaved change at the top; the agent edits the bottom.
+        editor.lua("vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'line 1 (mine)' })")
+        expected[0] = "line 1 (mine)"
+    scripted.add_scenario("edit", scenario(
+        tool_use("Edit", path="app.py", old_string="line 11", new_string="line 11 (agent)")))
+    editor.setup(model="edit", save_after_edit=mode)
+    editor.answer(selects=["allowOnce"])
+
+    editor.cmd("AgentRun change line 11")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    expected[10] = "line 11 (agent)"
+    assert buffer_lines(editor, app) == expected
+    assert modified(editor, app) is not saved
+    assert app.read_text() == text(expected if saved else original)
+    [asked] = editor.harness("selects")
+    assert asked["review"]["open"] and asked["review"]["diff"]
+    _, after_edit = scripted.requests_for("edit")
+    assert not tool_result(after_edit).get("is_error"), text_of(tool_result(after_edit))
+    # Undo takes the agent's edit back and leaves the user's change.
+    editor.cmd("undo")
+    assert buffer_lines(editor, app) == (["line 1 (mine)", *original[1:]] if dirty else original)
+
+
+def test_a_buffer_changed_while_the_prompt_is_open_is_not_clobbered(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text(text(numbered(5)))
+    editor.cmd(f"edit {app}")
+    scripted.add_scenario("stale", scenario(
+        tool_use("Edit", path="app.py", old_string="line 3", new_string="line 3 (agent)")))
+    editor.setup(model="stale")
+    editor.answer(selects=["hold"])
+
+    editor.cmd("AgentRun change line 3")
+    editor.wait("T.choose ~= nil", "the permission prompt")
+    # The user edits the very line the agent is about to change, then allows the edit.
+    editor.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr(...), 2, 3, false, { 'line 3 (mine)' })",
+               str(app))
+    editor.lua("T.choose('allowOnce')")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    mine = ["line 1", "line 2", "line 3 (mine)", "line 4", "line 5"]
+    assert buffer_lines(editor, app) == mine
+    assert app.read_text() == text(numbered(5))
+    _, after_edit = scripted.requests_for("stale")
+    result = tool_result(after_edit)
+    assert result.get("is_error") is True
+    assert "the file changed in the editor since the agent read it" in text_of(result)
+
+
+def test_hunks_are_accepted_and_rejected_in_the_review(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    original = numbered(30)
+    proposed = list(original)
+    proposed[1], proposed[14], proposed[27] = "line 2 (a)", "line 15 (b)", "line 28 (c)"
+    notes = workspace / "notes.txt"
+    notes.write_text(text(original))
+    scripted.add_scenario("hunks", scenario(
+        tool_use("Write", path="notes.txt", content=text(proposed))))
+    editor.setup(model="hunks")
+    editor.answer(selects=["review"], inputs=["keep line 15 as it is"])
+
+    editor.cmd("AgentRun rewrite the notes")
+    editor.wait("require('heddle.review').active() ~= nil", "the review")
+    [asked] = editor.harness("selects")
+    # The diff was on screen when the picker asked, with the extra choice to review it.
+    assert asked["review"]["open"] and asked["review"]["diff"]
+    assert asked["review"]["proposal"] == proposed
+    assert asked["items"][-1] == "Review in the diff (hunk by hunk, or edit it)"
+    # Accept the first hunk, reject the second with a message; the third stays pending.
+    editor.cmd("call cursor(2, 1)")
+    editor.cmd("normal ga")
+    editor.cmd("call cursor(15, 1)")
+    editor.cmd("normal gr")
+    assert editor.harness("inputs") == [{"prompt": "Why reject hunk 2? (optional): "}]
+    editor.cmd("AgentAccept")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    written = list(proposed)
+    written[14] = "line 15"
+    assert notes.read_text() == text(written)
+    assert editor.lua("return require('heddle.review').active()") is None
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    _, after_write = scripted.requests_for("hunks")
+    told = text_of(tool_result(after_write))
+    assert "keep line 15 as it is" in told
+    assert "line 15 (b)" in told  # the diff from the proposal to what was written
+
+
+def test_the_users_own_text_in_the_review_is_what_lands(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\ny = 2\n")
+    editor.cmd(f"edit {app}")
+    scripted.add_scenario("final", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")))
+    editor.setup(model="final")
+    editor.answer(selects=["review"])
+
+    editor.cmd("AgentRun bump x")
+    editor.wait("require('heddle.review').active() ~= nil", "the review")
+    editor.lua("local r = require('heddle.review').active() "
+               "vim.api.nvim_buf_set_lines(r.proposal, 0, 1, false, { 'x = 42  # mine' })")
+    editor.cmd("AgentAccept")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert buffer_lines(editor, app) == ["x = 42  # mine", "y = 2"]
+    assert app.read_text() == "x = 42  # mine\ny = 2\n"
+    _, after_edit = scripted.requests_for("final")
+    result = tool_result(after_edit)
+    assert not result.get("is_error")
+    assert "x = 42  # mine" in text_of(result)
+
+
+def test_rejecting_the_whole_review_tells_the_model(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    scripted.add_scenario("reject", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")))
+    editor.setup(model="reject")
+    editor.answer(selects=[None], inputs=["x stays 1"])  # dismissing the picker keeps the review
+
+    editor.cmd("AgentRun bump x")
+    editor.wait("require('heddle.review').active() ~= nil and T.selects[1] ~= nil", "the review")
+    editor.cmd("AgentReject")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert app.read_text() == "x = 1\n"
+    _, after_edit = scripted.requests_for("reject")
+    result = tool_result(after_edit)
+    assert result.get("is_error") is True
+    assert "x stays 1" in text_of(result)
+
+
+def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    editor.cmd(f"edit {app}")
+    scripted.add_scenario("sed", scenario(tool_use("Bash", command="sed -i 's/1/2/' app.py")))
+    editor.setup(model="sed")
+    editor.answer(selects=["allowOnce"])
+
+    editor.cmd("AgentRun bump x with sed")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert app.read_text() == "x = 2\n"
+    editor.wait(f"vim.api.nvim_buf_get_lines(vim.fn.bufnr('{app}'), 0, -1, false)[1] == 'x = 2'",
+                "the buffer to be reloaded")
+    assert modified(editor, app) is False

@@ -251,3 +251,25 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     editor.wait(f"vim.api.nvim_buf_get_lines(vim.fn.bufnr('{app}'), 0, -1, false)[1] == 'x = 2'",
                 "the buffer to be reloaded")
     assert modified(editor, app) is False
+
+
+def test_two_edits_in_a_row_of_an_open_buffer_both_land(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    # The second edit is computed from the text the first one left, at its version: the daemon
+    # must hear the buffer's change before it hears the first edit applied.
+    app = workspace / "app.py"
+    app.write_text("x = 1\ny = 1\n")
+    editor.cmd(f"edit {app}")
+    scripted.add_scenario("twice", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2"),
+        tool_use("Edit", path="app.py", old_string="y = 1", new_string="y = 2")))
+    editor.setup(model="twice", permission_mode="acceptEdits")
+
+    editor.cmd("AgentRun bump both")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    _, after_first, after_second = scripted.requests_for("twice")
+    for request in (after_first, after_second):
+        assert not tool_result(request).get("is_error"), text_of(tool_result(request))
+    assert buffer_lines(editor, app) == ["x = 2", "y = 2"]
+    assert app.read_text() == "x = 2\ny = 2\n"

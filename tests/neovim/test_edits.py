@@ -185,7 +185,8 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
     _, after_write = scripted.requests_for("hunks")
     told = text_of(tool_result(after_write))
-    assert "keep line 15 as it is" in told
+    assert 'Rejected: hunk 2 of 3 (lines 12-18), the user said: "keep line 15 as it is"' in told
+    assert "Applied: hunk 1 of 3" in told
     assert "line 15 (b)" in told  # the diff from the proposal to what was written
 
 
@@ -211,7 +212,8 @@ def test_the_users_own_text_in_the_review_is_what_lands(
     _, after_edit = scripted.requests_for("final")
     result = tool_result(after_edit)
     assert not result.get("is_error")
-    assert "x = 42  # mine" in text_of(result)
+    assert "the user's own version" in text_of(result)
+    assert "+x = 42  # mine" in text_of(result)
 
 
 def test_rejecting_the_whole_review_tells_the_model(
@@ -273,3 +275,40 @@ def test_two_edits_in_a_row_of_an_open_buffer_both_land(
         assert not tool_result(request).get("is_error"), text_of(tool_result(request))
     assert buffer_lines(editor, app) == ["x = 2", "y = 2"]
     assert app.read_text() == "x = 2\ny = 2\n"
+
+
+def test_a_review_the_daemon_stopped_waiting_for_closes_and_the_next_edit_is_reviewed(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\ny = 1\n")
+    scripted.add_scenario("timeout", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2"),
+        tool_use("Edit", path="app.py", old_string="y = 1", new_string="y = 2")))
+    editor.setup(model="timeout", cmd_env={"HEDDLE_PERMISSION_TIMEOUT": "1"})
+    # The first edit is left in review, unanswered; the second is allowed from the picker.
+    editor.answer(selects=["review", "allowOnce"])
+
+    editor.cmd("AgentRun bump both")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    first, second = editor.harness("selects")
+    assert second["review"]["open"] and second["review"]["proposal"] == ["x = 1", "y = 2"]
+    assert app.read_text() == "x = 1\ny = 2\n"
+    assert editor.lua("return require('heddle.review').active()") is None
+
+
+def test_an_allowed_edit_of_a_file_without_a_final_newline_lands_as_proposed(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1")
+    scripted.add_scenario("noeol", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")))
+    editor.setup(model="noeol")
+    editor.answer(selects=["allowOnce"])
+
+    editor.cmd("AgentRun bump x")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert app.read_text() == "x = 2"
+    _, after_edit = scripted.requests_for("noeol")
+    assert "own version" not in text_of(tool_result(after_edit))

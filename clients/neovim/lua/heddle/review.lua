@@ -208,7 +208,7 @@ end
 function Review:text()
   local lines = api.nvim_buf_get_lines(self.proposal, 0, -1, false)
   local text = table.concat(lines, '\n')
-  if #lines > 1 or lines[1] ~= '' then
+  if self.eol and (#lines > 1 or lines[1] ~= '') then
     text = text .. '\n'
   end
   return text
@@ -374,6 +374,8 @@ function M.open(params, on_answer)
   local self = setmetatable({
     params = params,
     after = preview.after,
+    -- A proposal without a final newline is compared, and sent back, without one.
+    eol = preview.after:sub(-1) == '\n',
     hunks = {},
     on_answer = on_answer,
     origin = api.nvim_get_current_win(),
@@ -464,6 +466,14 @@ function M.reject(message)
     ask_message('Tell Heddle why (optional): ', send)
   end
   return true
+end
+
+--- The daemon decided about tool call `id` without this client's answer (it stopped waiting):
+--- its review, if open, closes, so that the next edit can be reviewed.
+function M.decided(id)
+  if active and active.params.toolCallId == id and not active.answered then
+    active:answer({ decision = 'reject', message = 'The daemon stopped waiting for the answer.' })
+  end
 end
 
 --- Closes the open review (the turn ended), answering it with a rejection.

@@ -263,8 +263,11 @@ client.handlers[methods.TURN_EVENT] = function(params)
     turn.id = turn.id or params.turnId
   end
   conv.transcript:event(params.event)
-  if type(params.event) == 'table' and params.event.kind == 'toolCallFinished' then
-    edits.finished(params.event)
+  local ev = type(params.event) == 'table' and params.event or {}
+  if ev.kind == 'toolCallFinished' then
+    edits.finished(ev)
+  elseif ev.kind == 'permissionAnswered' then
+    review.decided(ev.toolCallId)
   end
 end
 

@@ -133,7 +133,7 @@ end
 --- Draws the sign of `hunk` on each of its lines, and its note on its first line.
 function Review:_draw(hunk)
   local look = looks[hunk.decision or 'pending']
-  local total = #self.hunks
+  local total = self.total
   for _, side in ipairs({ { self.before, hunk.old_rows }, { self.proposal, hunk.new_rows } }) do
     local buf, rows = side[1], side[2]
     if api.nvim_buf_is_valid(buf) then
@@ -188,9 +188,13 @@ function Review:set(hunk, decision, message)
   self:_draw(hunk)
 end
 
---- Moves the cursor of `win` to the first undecided hunk, or says none is left.
-function Review:next(win)
-  for _, hunk in ipairs(self.hunks) do
+--- Moves the cursor of `win` to the next undecided hunk after `from` (wrapping around), or
+--- says none is left.
+function Review:next(win, from)
+  local n = #self.hunks
+  local start = from and from.index + 1 or 0
+  for i = 0, n - 1 do
+    local hunk = self.hunks[(start + i) % n + 1]
     if not hunk.decision then
       local buf = api.nvim_win_get_buf(win)
       local id = hunk.marks[buf] and hunk.marks[buf][1]
@@ -293,7 +297,7 @@ function actions.accept_hunk(self, win)
     return vim.notify('heddle: no hunk under the cursor', vim.log.levels.WARN)
   end
   self:set(hunk, 'accept')
-  self:next(win)
+  self:next(win, hunk)
 end
 
 function actions.reject_hunk(self, win)
@@ -304,7 +308,7 @@ function actions.reject_hunk(self, win)
   ask_message(('Why reject hunk %d? (optional): '):format(hunk.index + 1), function(message)
     if not self.closed then
       self:set(hunk, 'reject', message)
-      self:next(win)
+      self:next(win, hunk)
     end
   end)
 end
@@ -345,20 +349,22 @@ local function winbar(text)
   return text:gsub('%%', '%%%%')
 end
 
-local function help_line(title)
+--- The proposal window's bar: what it is and the keys, short enough for half a screen.
+local function help_line()
   local keys = config.options.review.keys
-  local parts = { ('Heddle: %s'):format(title) }
-  for _, entry in ipairs({
-    { 'accept_hunk', 'accept hunk' },
-    { 'reject_hunk', 'reject hunk' },
-    { 'accept_all', 'accept all' },
-    { 'reject_all', 'reject all' },
+  local parts = { 'Proposal' }
+  for _, pair in ipairs({
+    { 'accept_hunk', 'reject_hunk', 'hunk' },
+    { 'accept_all', 'reject_all', 'all' },
   }) do
-    if keys[entry[1]] then
-      table.insert(parts, ('%s %s'):format(keys[entry[1]], entry[2]))
+    local accept, reject = keys[pair[1]], keys[pair[2]]
+    if accept and reject then
+      table.insert(parts, ('%s/%s accept/reject %s'):format(accept, reject, pair[3]))
+    elseif accept or reject then
+      table.insert(parts, ('%s %s %s'):format(accept or reject, accept and 'accept' or 'reject', pair[3]))
     end
   end
-  table.insert(parts, ':AgentAccept answers · :AgentReject')
+  table.insert(parts, ':AgentAccept/:AgentReject')
   return table.concat(parts, ' · ')
 end
 
@@ -370,20 +376,21 @@ end
 function M.open(params, on_answer)
   count = count + 1
   local preview = params.preview
-  local path = preview.path or 'file'
+  local path = vim.fn.fnamemodify(preview.path or 'file', ':~:.')
   local self = setmetatable({
     params = params,
     after = preview.after,
     -- A proposal without a final newline is compared, and sent back, without one.
     eol = preview.after:sub(-1) == '\n',
     hunks = {},
+    total = #preview.hunks,
     on_answer = on_answer,
     origin = api.nvim_get_current_win(),
   }, Review)
   self.before =
-    scratch(('heddle://review/%d/before/%s'):format(count, path), lines_of(preview.before), false)
+    scratch(('heddle://review/%d/%s (now)'):format(count, path), lines_of(preview.before), false)
   self.proposal =
-    scratch(('heddle://review/%d/proposal/%s'):format(count, path), lines_of(preview.after), true)
+    scratch(('heddle://review/%d/%s'):format(count, path), lines_of(preview.after), true)
 
   vim.cmd.sbuffer({ args = { self.before }, mods = { tab = vim.fn.tabpagenr('$') } })
   self.tab = api.nvim_get_current_tabpage()
@@ -398,8 +405,8 @@ function M.open(params, on_answer)
     vim.wo[win].signcolumn = 'yes'
     vim.wo[win].wrap = false
   end
-  vim.wo[left].winbar = winbar(('%s as it is (read-only)'):format(path))
-  vim.wo[right].winbar = winbar(help_line(params.title or ('Edit ' .. path)))
+  vim.wo[left].winbar = winbar(('%s — the file now (read-only)'):format(params.title or path))
+  vim.wo[right].winbar = winbar(help_line())
   colour(self.before, path)
   colour(self.proposal, path)
 

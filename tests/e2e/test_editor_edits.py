@@ -193,6 +193,13 @@ async def test_the_editor_refusing_the_edit_is_a_tool_error(editor, scripted, wo
     assert "the buffer is read-only" in result["content"]
     assert app.read_text() == on_disk
 
+    editor.answer = lambda params: {"applied": "yes"}  # not an ApplyWorkspaceEditResult
+    await run_turn(editor, scripted, workspace, "garbled", [edit])
+    (result,) = last_results(scripted, "garbled")
+    assert result["is_error"] and result["content"].startswith(
+        "The editor did not apply the edit to app.py: its answer was invalid: Expected `bool`")
+    assert app.read_text() == on_disk and editor.text(app) == on_disk + "# more\n"
+
 
 async def test_no_answer_to_apply_edit_is_a_tool_error(daemon_env, daemon_command, scripted,
                                                        workspace):

@@ -9,6 +9,7 @@ written, and a document with unsaved changes is refused (writing would clobber t
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,8 @@ def current(ctx: ToolContext, path: Path) -> Current:
     """The text an edit of `path` starts from (reads the disk: call it in a thread)."""
     docs = ctx.documents
     if docs is not None and docs.editor is not None and (buf := docs.buffer(path)) is not None:
-        return Current(buf.text, buf)
+        # an empty buffer of a file that is not on disk yet is a file to create
+        return Current(buf.text if buf.text or os.path.lexists(path) else None, buf)
     ctx.check_unsaved(path)
     return Current(read_text(path))
 

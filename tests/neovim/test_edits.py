@@ -54,6 +54,21 @@ def attached(editor, path: Path) -> list[str]:
                       "return c.name end, vim.lsp.get_clients({ bufnr = buf }))", str(path))
 
 
+SIGNS = """
+local r = require('heddle.review').active()
+local buf = r[...]
+local ns = vim.api.nvim_get_namespaces()['heddle.review']
+local out = {}
+for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+  local d = m[4]
+  if d.sign_text then
+    out[#out + 1] = { m[2] + 1, vim.trim(d.sign_text), d.sign_hl_group, d.virt_text[1][1] }
+  end
+end
+return out
+"""
+
+
 def test_buffers_are_synced_and_reads_see_unsaved_text(
         editor, scripted: ScriptedServer, workspace: Path) -> None:
     # Opened and changed before the daemon starts; the daemon still gets the buffer's text.
@@ -175,6 +190,12 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     editor.cmd("call cursor(15, 1)")
     editor.cmd("normal gr")
     assert editor.harness("inputs") == [{"prompt": "Why reject hunk 2? (optional): "}]
+    # Each hunk's changed line shows its state, in colour, on both sides.
+    assert editor.lua(SIGNS, "proposal") == [
+        [2, "✓", "HeddleHunkAccepted", "hunk 1/3: accepted"],
+        [15, "✗", "HeddleHunkRejected", "hunk 2/3: rejected — keep line 15 as it is"],
+        [28, "?", "HeddleHunkPending", "hunk 3/3: pending (accepted unless rejected)"]]
+    assert [row for row, *_ in editor.lua(SIGNS, "before")] == [2, 15, 28]
     editor.cmd("AgentAccept")
     assert editor.wait_idle()["last"]["reason"] == "completed"
 

@@ -6,38 +6,14 @@
 --- holds the proposed text, the daemon gets it as `finalText` (and writes exactly that); else
 --- the hunks the user rejected, with their messages, go as `hunks`.
 local config = require('heddle.config')
+local hunks_of = require('heddle.hunks')
 
 local M = {}
 
 local api = vim.api
-local ns = api.nvim_create_namespace('heddle.review')
 local count = 0
 local active = nil ---@type heddle.Review?
 local closed_waiters = {} ---@type fun()[]
-
-for group, link in pairs({
-  HeddleHunkPending = 'DiagnosticWarn',
-  HeddleHunkAccepted = 'DiagnosticOk',
-  HeddleHunkRejected = 'DiagnosticError',
-}) do
-  api.nvim_set_hl(0, group, { link = link, default = true })
-end
-
-local looks = {
-  pending = { sign = '?', group = 'HeddleHunkPending', note = 'pending (accepted unless rejected)' },
-  accept = { sign = '✓', group = 'HeddleHunkAccepted', note = 'accepted' },
-  reject = { sign = '✗', group = 'HeddleHunkRejected', note = 'rejected' },
-}
-
----@class heddle.Hunk
----@field index integer
----@field decision 'accept'|'reject'|nil
----@field message string?
----@field old_rows integer[] rows (0-based) of the removed lines in the before buffer
----@field new_rows integer[] rows (0-based) of the added lines in the proposal buffer
----@field old_range integer[] first and last row of the hunk in the before buffer
----@field range integer extmark spanning the hunk in the proposal buffer
----@field marks table<integer, integer[]> buffer -> sign extmark ids
 
 ---@class heddle.Review
 ---@field params table
@@ -76,33 +52,6 @@ local function lines_of(text)
   return lines
 end
 
---- Rows (0-based) of the lines a hunk removes and adds, from its `@@` header and body.
-local function parse(hunk)
-  local old_row, new_row = hunk.oldStart - 1, hunk.newStart - 1
-  -- An empty range's start is the line before it (difflib, like diff -u).
-  if hunk.oldLines == 0 then
-    old_row = hunk.oldStart
-  end
-  if hunk.newLines == 0 then
-    new_row = hunk.newStart
-  end
-  local old_rows, new_rows = {}, {}
-  local body = vim.split(hunk.diff or '', '\n', { plain = true })
-  for i = 2, #body do
-    local mark = body[i]:sub(1, 1)
-    if mark == ' ' then
-      old_row, new_row = old_row + 1, new_row + 1
-    elseif mark == '-' then
-      table.insert(old_rows, old_row)
-      old_row = old_row + 1
-    elseif mark == '+' then
-      table.insert(new_rows, new_row)
-      new_row = new_row + 1
-    end
-  end
-  return old_rows, new_rows
-end
-
 local function scratch(name, lines, modifiable)
   local buf = api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'wipe'
@@ -126,57 +75,12 @@ local function colour(buf, path)
   end
 end
 
-local function clamp(buf, row)
-  return math.max(0, math.min(row, api.nvim_buf_line_count(buf) - 1))
-end
-
---- Draws the sign of `hunk` on each of its lines, and its note on its first line.
-function Review:_draw(hunk)
-  local look = looks[hunk.decision or 'pending']
-  local total = self.total
-  for _, side in ipairs({ { self.before, hunk.old_rows }, { self.proposal, hunk.new_rows } }) do
-    local buf, rows = side[1], side[2]
-    if api.nvim_buf_is_valid(buf) then
-      hunk.marks[buf] = hunk.marks[buf] or {}
-      for i, row in ipairs(rows) do
-        local id = hunk.marks[buf][i]
-        if id then
-          row = api.nvim_buf_get_extmark_by_id(buf, ns, id, {})[1] or row
-        end
-        local note = nil
-        if i == 1 then
-          local text = ('hunk %d/%d: %s'):format(hunk.index + 1, total, look.note)
-          if hunk.message then
-            text = text .. ' — ' .. hunk.message
-          end
-          note = { { text, look.group } }
-        end
-        hunk.marks[buf][i] = api.nvim_buf_set_extmark(buf, ns, clamp(buf, row), 0, {
-          id = id,
-          sign_text = look.sign,
-          sign_hl_group = look.group,
-          virt_text = note,
-          virt_text_pos = note and 'eol' or nil,
-          invalidate = false,
-        })
-      end
-    end
-  end
-end
-
 --- The hunk on the cursor line of `win`, if the window shows one of the review's buffers.
 function Review:hunk_at(win)
   local buf = api.nvim_win_get_buf(win)
   local row = api.nvim_win_get_cursor(win)[1] - 1
   for _, hunk in ipairs(self.hunks) do
-    local first, last
-    if buf == self.before then
-      first, last = hunk.old_range[1], hunk.old_range[2]
-    elseif buf == self.proposal then
-      local mark = api.nvim_buf_get_extmark_by_id(buf, ns, hunk.range, { details = true })
-      first, last = mark[1], mark[3] and mark[3].end_row or mark[1]
-    end
-    if first and row >= first and row <= last then
+    if hunk:contains(buf, row) then
       return hunk
     end
   end
@@ -185,7 +89,7 @@ end
 
 function Review:set(hunk, decision, message)
   hunk.decision, hunk.message = decision, message
-  self:_draw(hunk)
+  hunk:draw(self.total)
 end
 
 --- Moves the cursor of `win` to the next undecided hunk after `from` (wrapping around), or
@@ -196,9 +100,7 @@ function Review:next(win, from)
   for i = 0, n - 1 do
     local hunk = self.hunks[(start + i) % n + 1]
     if not hunk.decision then
-      local buf = api.nvim_win_get_buf(win)
-      local id = hunk.marks[buf] and hunk.marks[buf][1]
-      local row = id and api.nvim_buf_get_extmark_by_id(buf, ns, id, {})[1]
+      local row = hunk:first_row(api.nvim_win_get_buf(win))
       if row then
         api.nvim_win_set_cursor(win, { row + 1, 0 })
       end
@@ -411,23 +313,9 @@ function M.open(params, on_answer)
   colour(self.proposal, path)
 
   for _, h in ipairs(preview.hunks) do
-    local old_rows, new_rows = parse(h)
-    local first = clamp(self.proposal, h.newStart - 1)
-    local last = clamp(self.proposal, h.newStart - 1 + math.max(h.newLines - 1, 0))
-    local hunk = {
-      index = h.index,
-      old_rows = old_rows,
-      new_rows = new_rows,
-      old_range = { h.oldStart - 1, h.oldStart - 1 + math.max(h.oldLines - 1, 0) },
-      range = api.nvim_buf_set_extmark(self.proposal, ns, first, 0, {
-        end_row = last,
-        right_gravity = false,
-        end_right_gravity = true,
-      }),
-      marks = {},
-    }
+    local hunk = hunks_of.new(h, self.before, self.proposal)
     table.insert(self.hunks, hunk)
-    self:_draw(hunk)
+    hunk:draw(self.total)
   end
   self:_keymaps()
   api.nvim_create_autocmd('BufWipeout', {

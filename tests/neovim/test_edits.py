@@ -202,7 +202,7 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     written = list(proposed)
     written[14] = "line 15"
     assert notes.read_text() == text(written)
-    assert editor.lua("return require('heddle.review').active()") is None
+    assert editor.lua("return require('heddle.review').active() == nil") is True
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
     _, after_write = scripted.requests_for("hunks")
     told = text_of(tool_result(after_write))
@@ -271,6 +271,10 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     assert editor.wait_idle()["last"]["reason"] == "completed"
 
     assert app.read_text() == "x = 2\n"
+    # A command is asked about as before: no review, no review choice.
+    [asked] = editor.harness("selects")
+    assert asked["review"] == {"open": False}
+    assert asked["items"][-1] == "Reject"
     editor.wait(f"vim.api.nvim_buf_get_lines(vim.fn.bufnr('{app}'), 0, -1, false)[1] == 'x = 2'",
                 "the buffer to be reloaded")
     assert modified(editor, app) is False
@@ -315,7 +319,7 @@ def test_a_review_the_daemon_stopped_waiting_for_closes_and_the_next_edit_is_rev
     first, second = editor.harness("selects")
     assert second["review"]["open"] and second["review"]["proposal"] == ["x = 1", "y = 2"]
     assert app.read_text() == "x = 1\ny = 2\n"
-    assert editor.lua("return require('heddle.review').active()") is None
+    assert editor.lua("return require('heddle.review').active() == nil") is True
 
 
 def test_an_allowed_edit_of_a_file_without_a_final_newline_lands_as_proposed(
@@ -333,3 +337,22 @@ def test_an_allowed_edit_of_a_file_without_a_final_newline_lands_as_proposed(
     assert app.read_text() == "x = 2"
     _, after_edit = scripted.requests_for("noeol")
     assert "own version" not in text_of(tool_result(after_edit))
+
+
+def test_cancelling_the_turn_closes_the_review(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    scripted.add_scenario("cancel", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")))
+    editor.setup(model="cancel")
+    editor.answer(selects=["review"])
+
+    editor.cmd("AgentRun bump x")
+    editor.wait("require('heddle.review').active() ~= nil", "the review")
+    editor.cmd("AgentCancel")
+    assert editor.wait_idle()["last"]["reason"] == "cancelled"
+
+    assert editor.lua("return require('heddle.review').active() == nil") is True
+    assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert app.read_text() == "x = 1\n"

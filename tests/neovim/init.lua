@@ -47,6 +47,10 @@ vim.notify = function(message, level, opts)
   return notify(message, level, opts)
 end
 
+-- Neovim's own picker (inputlist), for a test that uses it.
+T.stock_select = vim.ui.select
+T.review = review
+
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
   for i, item in ipairs(items) do

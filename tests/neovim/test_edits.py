@@ -356,3 +356,24 @@ def test_cancelling_the_turn_closes_the_review(
     assert editor.lua("return require('heddle.review').active() == nil") is True
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
     assert app.read_text() == "x = 1\n"
+
+
+def test_the_stock_picker_asks_once_the_review_is_drawn(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    scripted.add_scenario("stock", scenario(
+        tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")))
+    editor.setup(model="stock")
+    # Neovim's own vim.ui.select (inputlist); the user types 1, "Allow once".
+    editor.lua("""vim.ui.select = function(items, opts, on_choice)
+      T.seen = T.review()
+      vim.api.nvim_feedkeys('1\\r', 'n', false)
+      return T.stock_select(items, opts, on_choice)
+    end""")
+
+    editor.cmd("AgentRun bump x")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert editor.harness("seen")["open"] is True
+    assert app.read_text() == "x = 2\n"

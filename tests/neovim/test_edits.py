@@ -377,3 +377,30 @@ def test_the_stock_picker_asks_once_the_review_is_drawn(
 
     assert editor.harness("seen")["open"] is True
     assert app.read_text() == "x = 2\n"
+
+
+def test_a_buffer_wiped_out_is_closed_for_the_daemon(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    app = workspace / "app.py"
+    app.write_text("x = 1\n")
+    editor.cmd(f"edit {app}")
+    editor.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'x = 99' })")
+    done = {"content": [{"type": "text", "text": "Done."}]}
+    scripted.add_scenario("close", {"steps": [
+        {"content": [tool_use("Read", path="app.py")]}, done,
+        {"content": [tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")]},
+        done]})
+    editor.setup(model="close", permission_mode="acceptEdits")
+    editor.cmd("AgentRun read app.py")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    # The user throws the unsaved change away; the agent's next edit is of the file on disk.
+    editor.cmd(f"bwipeout! {app}")
+    editor.cmd("AgentRun bump x")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    _, after_read, _, after_edit = scripted.requests_for("close")
+    assert "x = 99" in text_of(tool_result(after_read))
+    result = tool_result(after_edit)
+    assert not result.get("is_error"), text_of(result)
+    assert app.read_text() == "x = 2\n"

@@ -237,8 +237,9 @@ def test_the_users_own_text_in_the_review_is_what_lands(
     assert "+x = 42  # mine" in text_of(result)
 
 
+@pytest.mark.parametrize("how", ["AgentReject", "gR then AgentAccept"])
 def test_rejecting_the_whole_review_tells_the_model(
-        editor, scripted: ScriptedServer, workspace: Path) -> None:
+        editor, scripted: ScriptedServer, workspace: Path, how: str) -> None:
     app = workspace / "app.py"
     app.write_text("x = 1\n")
     scripted.add_scenario("reject", scenario(
@@ -248,14 +249,19 @@ def test_rejecting_the_whole_review_tells_the_model(
 
     editor.cmd("AgentRun bump x")
     editor.wait("require('heddle.review').active() ~= nil and T.selects[1] ~= nil", "the review")
-    editor.cmd("AgentReject")
+    if how == "AgentReject":
+        editor.cmd("AgentReject")
+    else:
+        editor.cmd("normal gR")  # every hunk rejected is the edit rejected
+        editor.cmd("AgentAccept")
     assert editor.wait_idle()["last"]["reason"] == "completed"
 
     assert app.read_text() == "x = 1\n"
     _, after_edit = scripted.requests_for("reject")
     result = tool_result(after_edit)
     assert result.get("is_error") is True
-    assert "x stays 1" in text_of(result)
+    if how == "AgentReject":
+        assert "x stays 1" in text_of(result)
 
 
 def test_a_buffer_is_reloaded_after_a_command_writes_its_file(

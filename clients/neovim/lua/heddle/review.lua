@@ -22,13 +22,33 @@ local closed_waiters = {} ---@type fun()[]
 local Review = {}
 Review.__index = Review
 
---- Whether a `permission/request` preview can be reviewed hunk by hunk.
+local function is_hunk(h)
+  if type(h) ~= 'table' or type(h.diff) ~= 'string' then
+    return false
+  end
+  for _, key in ipairs({ 'index', 'oldStart', 'oldLines', 'newStart', 'newLines' }) do
+    if type(h[key]) ~= 'number' or h[key] < 0 then
+      return false
+    end
+  end
+  return true
+end
+
+--- Whether a `permission/request` preview can be reviewed hunk by hunk (else the picker asks
+--- about the edit as a whole, as for a daemon that sends no texts).
 function M.supported(preview)
-  return type(preview) == 'table'
-    and type(preview.before) == 'string'
-    and type(preview.after) == 'string'
-    and type(preview.hunks) == 'table'
-    and #preview.hunks > 0
+  if type(preview) ~= 'table' or type(preview.before) ~= 'string'
+      or type(preview.after) ~= 'string' or type(preview.hunks) ~= 'table'
+      or #preview.hunks == 0 then
+    return false
+  end
+  for i, h in ipairs(preview.hunks) do
+    -- Hunks come in order, numbered from 0: the review finds them by position.
+    if not is_hunk(h) or h.index ~= i - 1 then
+      return false
+    end
+  end
+  return true
 end
 
 --- The review on screen, if any.

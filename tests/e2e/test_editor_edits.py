@@ -17,7 +17,9 @@ from buffers import apply_edits
 from e2e import lsp
 from e2e.test_permissions import DONE, last_results, tool
 from e2e.test_turns import new_session
+from heddle.rpc.protocol import heddle_converter
 
+CONVERTER = heddle_converter()
 STALE = "the file changed in the editor since the agent read it"
 
 
@@ -75,8 +77,8 @@ def client_factory(editors: list[Editor]):
 
         @client.feature("workspace/applyEdit")
         async def on_apply(params):
-            params = client.protocol._converter.unstructure(params) \
-                if not isinstance(params, dict) else params
+            if not isinstance(params, dict):  # pygls gives an LSP method's params as its type
+                params = CONVERTER.unstructure(params)
             editor.requests.append(params)
             result = editor.answer(params)
             return await result if asyncio.iscoroutine(result) else result

@@ -410,3 +410,23 @@ def test_a_buffer_wiped_out_is_closed_for_the_daemon(
     result = tool_result(after_edit)
     assert not result.get("is_error"), text_of(result)
     assert app.read_text() == "x = 2\n"
+
+
+def test_an_edit_after_wide_characters_lands_where_it_should(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    # Positions are UTF-16 (what the plugin asks for): a line of emoji and accents before and
+    # after the edit, in a buffer with an unsaved change, all stay as they were.
+    app = workspace / "app.py"
+    app.write_text("s = 'héllo 😀'\nx = 1\nt = '日本'")
+    editor.cmd(f"edit {app}")
+    editor.lua("vim.api.nvim_buf_set_lines(0, 0, 1, false, { \"s = 'héllo 😀😀'\" })")
+    scripted.add_scenario("wide", scenario(
+        tool_use("Edit", path="app.py", old_string="t = '日本'", new_string="t = '日本語'")))
+    editor.setup(model="wide", permission_mode="acceptEdits")
+
+    editor.cmd("AgentRun extend t")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+
+    assert editor.lua("return vim.lsp.get_clients({ name = 'heddle' })[1].offset_encoding") \
+        == "utf-16"
+    assert buffer_lines(editor, app) == ["s = 'héllo 😀😀'", "x = 1", "t = '日本語'"]

@@ -107,6 +107,9 @@ end
 --- client that does (and `heddle.edits` answers them).
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
+  -- The daemon shares buffers with real language servers; UTF-16, LSP's default and most
+  -- servers' choice, keeps plugins that assume one encoding per buffer from warning.
+  caps.general = vim.tbl_extend('force', caps.general or {}, { positionEncodings = { 'utf-16' } })
   caps.workspace = caps.workspace or {}
   caps.workspace.applyEdit = true
   caps.workspace.workspaceEdit = vim.tbl_extend('force', caps.workspace.workspaceEdit or {}, {

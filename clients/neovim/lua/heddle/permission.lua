@@ -109,11 +109,9 @@ function M.ask(params)
   if type(options) ~= 'table' or #options == 0 then
     options = default_options
   end
-  if review.supported(params.preview) and coroutine.running() then
-    local _, is_main = coroutine.running()
-    if not is_main then
-      return ask_with_review(params, options)
-    end
+  local co, is_main = coroutine.running()
+  if co and not is_main and review.supported(params.preview) then
+    return (ask_with_review(params, options))
   end
   local choice, asked = await(function(done)
     vim.ui.select(options, {

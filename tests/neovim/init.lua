@@ -6,6 +6,20 @@
 vim.o.columns = 160
 vim.o.lines = 50
 
+--- The review on screen (heddle.review), if any: is it drawn, and what does its proposal hold.
+local function review()
+  local ok, mod = pcall(require, 'heddle.review')
+  local r = ok and mod.active()
+  if not r then
+    return { open = false }
+  end
+  return {
+    open = #vim.fn.win_findbuf(r.before) > 0 and #vim.fn.win_findbuf(r.proposal) > 0,
+    diff = vim.wo[vim.fn.win_findbuf(r.proposal)[1] or 0].diff,
+    proposal = vim.api.nvim_buf_get_lines(r.proposal, 0, -1, false),
+  }
+end
+
 local function transcript()
   local ok, heddle = pcall(require, 'heddle')
   local buf = ok and heddle.status().buf
@@ -33,6 +47,10 @@ vim.notify = function(message, level, opts)
   return notify(message, level, opts)
 end
 
+-- Neovim's own picker (inputlist), for a test that uses it.
+T.stock_select = vim.ui.select
+T.review = review
+
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
   for i, item in ipairs(items) do
@@ -44,6 +62,7 @@ vim.ui.select = function(items, opts, on_choice)
     items = shown,
     transcript = transcript(),
     state = require('heddle').status().state,
+    review = review(),
   })
   local function choose(answer)
     for _, item in ipairs(items) do

@@ -19,15 +19,16 @@ def test_help_file_documents_every_command_option_and_function(editor, tmp_path:
 
     commands = [name for name in editor.lua("return vim.tbl_keys(vim.api.nvim_get_commands({}))")
                 if name.startswith("Agent")]
-    assert sorted(commands) == ["AgentCancel", "AgentLog", "AgentNew", "AgentRun", "AgentTrust"]
+    assert sorted(commands) == ["AgentAccept", "AgentCancel", "AgentLog", "AgentNew", "AgentReject", "AgentRun",
+                               "AgentTrust"]
     assert {":" + name for name in commands} <= tags
     options = {name.split(".")[0]
                for name in editor.lua("return vim.tbl_keys(require('heddle.config').checks)")}
-    assert len(options) == 8
+    assert len(options) == 10
     assert {f"heddle-config-{name}" for name in options} <= tags
     functions = editor.lua("local fns = {} for k, v in pairs(require('heddle')) do"
                            " if type(v) == 'function' then fns[#fns + 1] = k end end return fns")
-    assert len(functions) == 8
+    assert len(functions) == 10
     assert {f"heddle.{name}()" for name in functions} <= tags
     editor.cmd("help :AgentRun")
     assert editor.lua("return vim.fn.expand('%:t')") == "heddle.txt"

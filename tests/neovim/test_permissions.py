@@ -45,7 +45,8 @@ def test_edits_are_allowed_or_rejected_through_the_picker(
     assert allowed["kind"] == "heddle.permission"
     assert allowed["state"] == rejected["state"] == "waiting"
     assert allowed["prompt"] == "Heddle: Edit app.py"
-    assert allowed["items"] == ["Allow once", "Always allow Edit(app.py)", "Reject"]
+    assert allowed["items"] == ["Allow once", "Always allow Edit(app.py)", "Reject",
+                                "Review in the diff (hunk by hunk, or edit it)"]
     # When each picker opened, the transcript already showed the change in question.
     for asked, old, new in ((allowed, "x = 1", "x = 2"), (rejected, "x = 2", "x = 3")):
         lines = asked["transcript"]

@@ -25,3 +25,11 @@ end, { nargs = 0, bang = true, desc = "Heddle: show the transcript (with !, the 
 command('AgentTrust', function()
   require('heddle').trust()
 end, { nargs = 0, desc = "Heddle: review the workspace's .heddle/settings.toml and trust it" })
+
+command('AgentAccept', function()
+  require('heddle').accept()
+end, { nargs = 0, desc = 'Heddle: apply the reviewed edit (the hunks not rejected, or your text)' })
+
+command('AgentReject', function(cmd)
+  require('heddle').reject(cmd.args ~= '' and cmd.args or nil)
+end, { nargs = '*', desc = 'Heddle: reject the reviewed edit, with an optional message' })

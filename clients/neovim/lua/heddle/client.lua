@@ -4,6 +4,8 @@
 --- while `initialize` is in flight waits in a queue. Notifications and requests from the daemon
 --- go to the functions in `M.handlers` (filled by `heddle.session`), looked up at call time.
 local config = require('heddle.config')
+local documents = require('heddle.documents')
+local edits = require('heddle.edits')
 local protocol = require('heddle.protocol')
 
 local METHOD_NOT_FOUND = assert(protocol.errors.METHOD_NOT_FOUND)
@@ -63,6 +65,8 @@ local function on_init(client, result)
   state.server = vim.tbl_get(caps, 'experimental', 'heddle')
   state.server_info = result and result.serverInfo
   state.ready = true
+  -- Before the first prompt's requests: the daemon reads the buffers' text from the start.
+  documents.start(client.id)
   if not state.server then
     state.last_error = 'the daemon did not announce Heddle capabilities in `initialize`'
   elseif state.server.protocolVersion ~= protocol.version then
@@ -81,6 +85,7 @@ local function on_exit(code, signal, client_id)
       return
     end
     state.id, state.ready, state.server = nil, false, nil
+    documents.stop(client_id)
     local reason = ('the daemon exited (code %d%s)'):format(
       code or -1,
       (signal or 0) ~= 0 and (', signal ' .. signal) or ''
@@ -97,13 +102,31 @@ local function on_exit(code, signal, client_id)
   end)
 end
 
---- Client capabilities, plus the Heddle ones the daemon reads.
+--- Client capabilities, plus the Heddle ones the daemon reads. `vim.lsp` applies
+--- `documentChanges` but does not say so; the daemon sends edits to open buffers only to a
+--- client that does (and `heddle.edits` answers them).
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
+  -- The daemon shares buffers with real language servers; UTF-16, LSP's default and most
+  -- servers' choice, keeps plugins that assume one encoding per buffer from warning.
+  caps.general = vim.tbl_extend('force', caps.general or {}, { positionEncodings = { 'utf-16' } })
+  caps.workspace = caps.workspace or {}
+  caps.workspace.applyEdit = true
+  caps.workspace.workspaceEdit = vim.tbl_extend('force', caps.workspace.workspaceEdit or {}, {
+    documentChanges = true,
+  })
   caps.experimental = vim.tbl_extend('force', caps.experimental or {}, {
-    heddle = { permissionRequests = true },
+    heddle = { permissionRequests = true, reviewHunks = true },
   })
   return caps
+end
+
+local function apply_edit(_, params, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if not client then
+    return { applied = false, failureReason = 'the editor lost the connection' }
+  end
+  return edits.apply(params, client)
 end
 
 local function start()
@@ -116,6 +139,7 @@ local function start()
     [protocol.methods.TURN_EVENT] = dispatch(protocol.methods.TURN_EVENT),
     [protocol.methods.PERMISSION_REQUEST] = dispatch(protocol.methods.PERMISSION_REQUEST),
     [M.SHOW_MESSAGE] = dispatch(M.SHOW_MESSAGE, vim.lsp.handlers[M.SHOW_MESSAGE]),
+    [vim.lsp.protocol.Methods.workspace_applyEdit] = apply_edit,
   }
   local lsp_config = {
     name = 'heddle',
@@ -127,9 +151,11 @@ local function start()
     on_init = on_init,
     on_exit = on_exit,
   }
+  documents.add_root(lsp_config.root_dir)
   local ok, id, err
   if has_011 then
-    -- attach=false: the daemon is not a language server for the current buffer.
+    -- attach=false: `heddle.documents` attaches the buffers under the workspace, once the
+    -- daemon is initialized.
     ok, id, err = pcall(vim.lsp.start, lsp_config, {
       attach = false,
       silent = true,

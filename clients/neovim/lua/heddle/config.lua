@@ -24,6 +24,18 @@ M.defaults = {
   -- When the daemon starts: 'prompt' (at the first prompt) or 'setup' (when setup() is
   -- called, so the first prompt does not wait for it to load).
   start = 'prompt',
+  -- After the agent edits an open buffer: 'if_clean' (save it if it had no unsaved changes
+  -- before the edit; a buffer with unsaved changes stays unsaved), 'always' or 'never'.
+  save_after_edit = 'if_clean',
+  review = {
+    -- Keymaps of the review tab page (normal mode, both sides); false disables one.
+    keys = {
+      accept_hunk = 'ga',
+      reject_hunk = 'gr',
+      accept_all = 'gA',
+      reject_all = 'gR',
+    },
+  },
   window = {
     -- Where the output split opens: 'right', 'left', 'above' or 'below'.
     position = 'right',
@@ -36,6 +48,8 @@ M.defaults = {
 
 local permission_modes =
   { default = true, acceptEdits = true, plan = true, bypassPermissions = true }
+local save_modes = { if_clean = true, always = true, never = true }
+local review_keys = { accept_hunk = true, reject_hunk = true, accept_all = true, reject_all = true }
 local positions = { right = true, left = true, above = true, below = true }
 
 local function is_cmd(v)
@@ -74,6 +88,20 @@ M.checks = {
   end,
   start = function(v)
     return v == 'prompt' or v == 'setup', "'prompt' or 'setup'"
+  end,
+  save_after_edit = function(v)
+    return save_modes[v] == true, "'if_clean', 'always' or 'never'"
+  end,
+  ['review.keys'] = function(v)
+    if type(v) ~= 'table' then
+      return false, 'a table of keys'
+    end
+    for name, key in pairs(v) do
+      if not review_keys[name] or not (key == false or (type(key) == 'string' and key ~= '')) then
+        return false, 'a table of accept_hunk, reject_hunk, accept_all, reject_all: a key or false'
+      end
+    end
+    return true
   end,
   ['window.position'] = function(v)
     return positions[v] == true, "'right', 'left', 'above' or 'below'"

@@ -82,6 +82,27 @@ function M.trust()
   return require('heddle.trust').command()
 end
 
+--- Answers the edit under review: the hunks not rejected are applied, or, if you changed the
+--- proposal, your text. Returns false if no review is open.
+function M.accept()
+  local ok = require('heddle.review').accept()
+  if not ok then
+    vim.notify('heddle: no edit is waiting for review', vim.log.levels.WARN)
+  end
+  return ok
+end
+
+--- Rejects the edit under review, telling the agent `message` (asked for when nil). Returns
+--- false if no review is open.
+--- @param message string?
+function M.reject(message)
+  local ok = require('heddle.review').reject(message)
+  if not ok then
+    vim.notify('heddle: no edit is waiting for review', vim.log.levels.WARN)
+  end
+  return ok
+end
+
 --- Where things stand: `{ state = 'idle'|'starting'|'running'|'waiting', session_id, turn_id,
 --- buf, last }`, `last` being the result of the last turn.
 function M.status()

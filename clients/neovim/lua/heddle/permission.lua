@@ -4,7 +4,15 @@
 --- The daemon's request handler runs inside a coroutine (Neovim's RPC layer wraps server
 --- requests in one), so `ask()` yields until the user answers and then returns the result.
 --- Outside a coroutine it falls back to the blocking `inputlist()` and `input()`.
+---
+--- An edit whose preview carries the texts and hunks is shown in `heddle.review` first (drawn
+--- before the picker opens); the picker then offers to review it there, hunk by hunk, and
+--- dismissing the picker leaves the review open for `:AgentAccept` / `:AgentReject`.
+local review = require('heddle.review')
+
 local M = {}
+
+local REVIEW = { decision = 'review', label = 'Review in the diff (hunk by hunk, or edit it)' }
 
 local default_options = {
   { decision = 'allowOnce', label = 'Allow once' },
@@ -52,13 +60,58 @@ function M.format(option)
   return option.label
 end
 
+local function trimmed(message)
+  if type(message) == 'string' and vim.trim(message) ~= '' then
+    return vim.trim(message)
+  end
+  return nil
+end
+
+--- Shows the review of an edit, then asks; the answer comes from the picker or, once the user
+--- chose to review (or dismissed the picker), from the review's keymaps and commands.
+local function ask_with_review(params, options)
+  -- One review at a time: a second edit waits until the first is answered.
+  await(function(done)
+    review.when_closed(done)
+  end)
+  return await(function(done)
+    local r = review.open(params, done)
+    vim.cmd.redraw()
+    local choices = vim.list_extend(vim.deepcopy(options), { REVIEW })
+    vim.ui.select(choices, {
+      prompt = ('Heddle: %s'):format(params.title or params.tool or 'run a tool'),
+      format_item = M.format,
+      kind = 'heddle.permission',
+    }, function(choice)
+      if r.answered then
+        return
+      elseif choice == nil or choice.decision == 'review' then
+        vim.notify(
+          'heddle: review the change; :AgentAccept or :AgentReject answers',
+          vim.log.levels.INFO
+        )
+      elseif choice.decision == 'reject' then
+        vim.ui.input({ prompt = 'Tell Heddle why (optional): ' }, function(message)
+          r:answer({ decision = 'reject', message = trimmed(message) })
+        end)
+      else
+        r:answer(r:allow(choice.decision, choice.decision == 'allowAlways' and choice.rule or nil))
+      end
+    end)
+  end)
+end
+
 --- Asks the user about one tool call and returns the `permission/request` result.
 --- @param params table `permission/request` params
---- @return table result `{ decision, rule?, message? }`
+--- @return table result `{ decision, rule?, message?, hunks?, finalText? }`
 function M.ask(params)
   local options = params.options
   if type(options) ~= 'table' or #options == 0 then
     options = default_options
+  end
+  local co, is_main = coroutine.running()
+  if co and not is_main and review.supported(params.preview) then
+    return (ask_with_review(params, options))
   end
   local choice, asked = await(function(done)
     vim.ui.select(options, {
@@ -83,9 +136,7 @@ function M.ask(params)
         vim.ui.input({ prompt = 'Tell Heddle why (optional): ' }, done)
       end)
     end
-    if type(message) == 'string' and vim.trim(message) ~= '' then
-      result.message = vim.trim(message)
-    end
+    result.message = trimmed(message)
   end
   return result
 end

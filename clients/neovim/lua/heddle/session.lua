@@ -6,8 +6,11 @@
 --- ends; its `turn/event` notifications and `permission/request`s are routed by session id.
 local client = require('heddle.client')
 local config = require('heddle.config')
+local documents = require('heddle.documents')
+local edits = require('heddle.edits')
 local permission = require('heddle.permission')
 local protocol = require('heddle.protocol')
+local review = require('heddle.review')
 local trust = require('heddle.trust')
 local ui = require('heddle.ui')
 
@@ -93,6 +96,7 @@ local function end_turn(t, result, err)
     return
   end
   t.ended = true
+  review.cancel('The turn ended before the user answered.')
   t.conversation.transcript:end_turn(result, err)
   if turn == t then
     turn = nil
@@ -119,6 +123,7 @@ local function with_session(conv, cb)
     model = opts.model,
     permissionMode = opts.permission_mode,
   }
+  documents.add_root(params.workspace)
   opening = opening + 1
   client.request(methods.SESSION_NEW, params, function(err, result)
     opening = opening - 1
@@ -258,6 +263,12 @@ client.handlers[methods.TURN_EVENT] = function(params)
     turn.id = turn.id or params.turnId
   end
   conv.transcript:event(params.event)
+  local ev = type(params.event) == 'table' and params.event or {}
+  if ev.kind == 'toolCallFinished' then
+    edits.finished(ev)
+  elseif ev.kind == 'permissionAnswered' then
+    review.decided(ev.toolCallId)
+  end
 end
 
 -- The daemon's warning about untrusted project settings comes just before the `session/new`

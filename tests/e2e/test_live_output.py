@@ -89,7 +89,8 @@ async def test_a_huge_output_is_bounded_and_keeps_its_tail(client, scripted, wor
     assert len(shown) <= 2 + elapsed / OUTPUT_INTERVAL  # one per interval, and the tail
     assert shown[-1]["text"].endswith("a\nTHE-END\n") and shown[-1]["elided"] > 0
     kinds = [e["kind"] for e in client.turn_events()]
-    assert kinds[kinds.index("toolCallFinished") - 1] == "toolOutput"
+    end = kinds.index("toolCallFinished")
+    assert kinds[end - 1] == "toolOutput" and "toolOutput" not in kinds[end:]  # tail, then end
     content = tool_result(scripted, "s", 1)["content"]
     assert content.startswith("Exit code 0\naaaa") and "omitted" in content
     assert "THE-END" in content and len(content) < 40_000
@@ -116,8 +117,10 @@ async def test_control_events_never_wait_behind_output(daemon_env, scripted, wor
 
     (workspace / "flood.py").write_text(FLOOD)
     scripted.add_scenario("s", {"steps": [bash(f"{sys.executable} flood.py"), DONE]})
-    scripted.add_scenario("long", {"steps": [
-        {"content": [{"type": "text", "text": "word " * 400_000}], "chunk": 4096}]})
+    # the other session talks far more than the pipe and the daemon's buffer hold
+    scripted.add_scenario("long", {"repeat": True, "steps": [{"chunk": 4096, "content": [
+        {"type": "text", "text": "word " * 6000},
+        {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}]})
     log = Path(daemon_env["HEDDLE_LOG_FILE"])
     daemon = await Daemon.spawn(daemon_env, workspace, workspace.parent / "stderr.log")
     try:
@@ -126,9 +129,11 @@ async def test_control_events_never_wait_behind_output(daemon_env, scripted, wor
         _, done = daemon.start_turn(session, "flood")
         await until(lambda: any(e.kind == "toolOutput" for e in daemon.events))
         daemon.pause_reading()
-        _, other_done = daemon.start_turn(other, "talk")
+        _, other_done = daemon.send_request("turn/start", {
+            "sessionId": other, "prompt": "talk", "maxTurns": 40})
         await until(lambda: log.exists() and "the client is behind" in log.read_text(), 30)
         (workspace / "phase2").touch()  # what the command writes from now on waits for us
+        # this turn's end (the other session's turn never completes: it always wants a tool)
         await until(lambda: "ended: completed" in log.read_text(), 30)
         daemon.resume_reading()
         result, _ = await asyncio.wait_for(done, 30)

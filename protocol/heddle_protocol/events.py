@@ -57,6 +57,43 @@ class ToolCallFinishedEvent(Ev, tag="toolCallFinished"):
     """One line: `42 lines`, `exit 0`, `1 replacement`, or the error message."""
     diff: str | None = None
     """For edits that ran: the unified diff applied. Omitted: not an edit."""
+    exit_code: int | None = None
+    """For a command that ran (Bash) and exited: its exit status. A non-zero one makes the
+    status `error`. Omitted: no command ran, or a signal ended it (`signal`)."""
+    signal: str | None = None
+    """For a command that a signal ended: its name, e.g. `SIGKILL` (a timeout or a cancel
+    ends a command with `SIGTERM`, or `SIGKILL` after a grace period). Status `error` unless
+    the call was cancelled. Omitted: it exited, or no command ran."""
+
+
+OutputStream = Literal["stdout", "stderr", "combined"]
+
+
+class ToolOutputEvent(Ev, tag="toolOutput"):
+    """What a running command wrote (a Bash call, or a hook run for a call), while it runs.
+
+    Coalesced per call: at most one event per stream every 100 ms, of at most 16 KiB of
+    output; once 256 KiB of a call's output were sent, only its last 16 KiB per stream follows,
+    just before its `toolCallFinished`. Output left out is counted in `elided`. Never sent
+    after the call's `toolCallFinished`; control events never wait behind these (see the
+    README). What the model reads is the tool's result, not these events."""
+
+    tool_call_id: str
+    """The call the command runs for; empty for a `Stop` hook, which runs for no call."""
+    stream: OutputStream
+    """`combined`: stdout and stderr as one stream (Bash, as the model sees it); a hook's
+    `stdout` and `stderr` are separate streams."""
+    text: str
+    """The output, decoded as UTF-8 (a character split between events is kept whole; bytes
+    that are not UTF-8 become U+FFFD). It may hold any character, control characters and
+    terminal escapes included: a client shows it as text, never as markup or to a terminal
+    as it is."""
+    elided: int | None = None
+    """Bytes of this stream left out just before `text` (more than could be shown). Omitted:
+    nothing was left out."""
+    hook: str | None = None
+    """`PreToolUse`, `PostToolUse` or `Stop`: the output is of a hook's command. Omitted: of the
+    tool's own command."""
 
 
 class PermissionAskedEvent(Ev, tag="permissionAsked"):
@@ -127,8 +164,9 @@ class UsageEvent(Ev, tag="usage"):
 
 class AgentEventEvent(Ev, tag="agent"):
     """An event of a sub-agent (the Task tool), shown under the Task call that started it.
-    Sub-agents' tool calls, permission and error events are forwarded; their text is not (the
-    Task call's result is the sub-agent's answer)."""
+    Sub-agents' tool calls, permission and error events are forwarded, and the live output of
+    the hooks their calls run (sub-agents run no commands of their own); their text is not
+    (the Task call's result is the sub-agent's answer)."""
 
     tool_call_id: str
     """The Task call."""
@@ -191,6 +229,7 @@ Event = Union[
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
     RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent,
     ModelFallbackEvent, CompactionEvent, ToolSummaryEvent, TodoEvent, AgentEventEvent,
+    ToolOutputEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

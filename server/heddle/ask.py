@@ -158,7 +158,8 @@ async def _with_daemon(args: argparse.Namespace, out: TextIO,
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
     conn = Connection(proc.stdout, proc.stdin)
     stderr = StderrTail(proc.stderr)
-    renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ)
+    renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
+                        live=out.isatty())
     talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:

@@ -4,8 +4,56 @@ questions, and typed lines read by the event loop."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
+import re
+import shutil
 from typing import Any, TextIO
+
+LIVE_LINES = 4
+"""Lines of a running command's output shown under it on a terminal (the newest)."""
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(line: str) -> str:
+    """A line of command output as plain text: what a carriage return overwrote is gone,
+    terminal escapes are dropped and other control characters shown as `?`."""
+    line = line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line.rstrip("\r")
+    return _CONTROLS.sub("?", _ESCAPES.sub("", line)).expandtabs(4)
+
+
+class _Output:
+    """A command's output as `Renderer` shows it: the newest lines, and how many there were."""
+
+    def __init__(self) -> None:
+        self.tail: collections.deque[str] = collections.deque(maxlen=LIVE_LINES)
+        self.partial = ""
+        self.lines = 0
+
+    def feed(self, text: str, elided: int) -> list[str]:
+        """The lines `text` completes (an elision is a line of its own)."""
+        done = []
+        if elided:
+            if self.partial:
+                done.append(self.partial)
+                self.partial = ""
+            done.append(f"[... {elided:,} bytes not shown ...]")
+        *complete, self.partial = (self.partial + text).split("\n")
+        done += complete
+        done = [printable(line) for line in done]
+        self.tail.extend(done)
+        self.lines += len(done)
+        return done
+
+    def rest(self) -> str | None:
+        """The unfinished last line, once the command has ended."""
+        if not self.partial:
+            return None
+        line, self.partial = printable(self.partial), ""
+        self.tail.append(line)
+        self.lines += 1
+        return line
 
 
 class TerminalLines:
@@ -40,11 +88,18 @@ class TerminalLines:
 class Renderer:
     """Prints a turn's events to a terminal: text as it streams, tools on their own lines."""
 
-    def __init__(self, out: TextIO, color: bool):
+    def __init__(self, out: TextIO, color: bool, live: bool = False):
         self.out = out
         self.color = color
+        self.live = live
+        """A terminal: a running command's newest lines are redrawn in place, then folded
+        away. Otherwise each line of output is printed once, as it completes."""
         self.at_line_start = True
         self.titles: dict[str, str] = {}
+        self.outputs: dict[str, _Output] = {}
+        self.drawn = 0
+        """Lines of live output at the bottom of the screen (0: none)."""
+        self.drawn_for: str | None = None
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -53,6 +108,54 @@ class Renderer:
         self.end_line()
         self.out.write(text + "\n")
         self.at_line_start = True
+        self.drawn, self.drawn_for = 0, None  # live output above stays as it is
+
+    def _output(self, ev: dict[str, Any]) -> None:
+        call = ev.get("toolCallId", "")
+        shown = self.outputs.setdefault(call, _Output())
+        done = shown.feed(str(ev.get("text", "")), int(ev.get("elided") or 0))
+        if not self.live:
+            for line in done:
+                self._line(f"  │ {line}")
+            return
+        self._draw(call, shown)
+
+    def _draw(self, call: str, shown: _Output) -> None:
+        """Redraw the newest lines of `call`'s output at the bottom of the screen."""
+        if self.drawn_for != call:
+            self.end_line()
+            self.drawn = 0
+        self._erase()
+        width = max(20, shutil.get_terminal_size().columns - 5)
+        lines = list(shown.tail) + ([printable(shown.partial)] if shown.partial else [])
+        for line in lines[-LIVE_LINES:]:
+            self.out.write(self._c("2", f"  │ {line[:width]}") + "\n")
+        self.drawn, self.drawn_for = len(lines[-LIVE_LINES:]), call
+
+    def _erase(self) -> None:
+        if self.drawn:
+            self.out.write(f"\x1b[{self.drawn}F\x1b[J")  # up to the first drawn line, clear
+            self.drawn = 0
+
+    def _finished(self, call: str, ok: bool) -> None:
+        """The call ended: fold its live output away (a failure's last lines stay)."""
+        shown = self.outputs.pop(call, None)
+        if shown is None:
+            return
+        rest = shown.rest()
+        if not self.live:
+            if rest is not None:
+                self._line(f"  │ {rest}")
+            return
+        if self.drawn_for == call:
+            if ok:
+                self._erase()
+                self._line(self._c("2", f"  │ ({shown.lines} line"
+                                   f"{'' if shown.lines == 1 else 's'} of output)"))
+            elif rest is not None:
+                self._draw(call, shown)
+        elif rest is not None:
+            self._line(self._c("2", f"  │ {rest}"))
 
     def end_line(self) -> None:
         """Finish the line being written, if any."""
@@ -67,10 +170,14 @@ class Renderer:
         if kind == "textDelta":
             self.out.write(ev["text"])
             self.at_line_start = ev["text"].endswith("\n")
+            self.drawn, self.drawn_for = 0, None
         elif kind == "toolCallInput":
             self.titles[ev["toolCallId"]] = ev["title"]
             self._line(self._c("1;36", f"● {ev['title']}"))
+        elif kind == "toolOutput":
+            self._output(ev)
         elif kind == "toolCallFinished":
+            self._finished(ev["toolCallId"], ev["status"] == "ok")
             mark = {"ok": "└", "error": "✗", "rejected": "✗", "cancelled": "✗"}[ev["status"]]
             colour = "2" if ev["status"] == "ok" else "31"
             status, summary = ev["status"], ev["summary"]

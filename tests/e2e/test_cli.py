@@ -352,3 +352,31 @@ def test_always_allow_in_ask_holds_in_ask_continue(daemon_env, scripted, workspa
     result = scripted.requests_for("echo")[3].body["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and not result.get("is_error"), result
     assert "hi" in result["content"]
+
+
+# -- live command output --------------------------------------------------------------------
+
+def test_ask_without_a_terminal_prints_command_output_plainly(daemon_env, scripted, workspace):
+    one_command(scripted, "echo one; printf 'two\\x1b[31m\\n' >&2; printf 'no newline'; exit 3")
+    result = heddle(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert ("  │ one\n  │ two\n  │ no newline\n  ✗ error: exit 3\n") in result.stdout
+    assert "\x1b" not in result.stdout
+
+
+def test_ask_on_a_terminal_shows_output_live_and_a_failure_in_red(daemon_env, scripted,
+                                                                    workspace):
+    one_command(scripted, "echo live-line; for i in $(seq 1500); do [ -e release ] && break; "
+                "sleep 0.02; done; echo last-line; exit 3")
+    term = Terminal(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
+    try:
+        term.expect("\x1b[2m  │ live-line".encode())  # dimmed, while the command waits
+        assert "error: exit 3" not in term.text()
+        (workspace / "release").touch()
+        term.expect("\x1b[31m  ✗ error: exit 3".encode())  # in red
+        assert term.wait() == 0
+    finally:
+        term.close()
+    # the failure's last lines stay on the screen, redrawn in place
+    assert "\x1b[2m  │ last-line" in term.text()
+    assert_clean(term)

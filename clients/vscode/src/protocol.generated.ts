@@ -35,14 +35,14 @@ export const ErrorCodes = {
   SettingsChanged: -32015,
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput"] as const;
 export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
 
 export interface AgentEventEvent {
   kind: "agent";
   toolCallId: string;
   agent: string;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
 }
 export interface ApplyWorkspaceEditParams {
   label: string;
@@ -311,6 +311,8 @@ export interface ToolCallFinishedEvent {
   status: "cancelled" | "error" | "ok" | "rejected";
   summary: string;
   diff?: string | null;
+  exitCode?: number | null;
+  signal?: string | null;
 }
 export interface ToolCallInputEvent {
   kind: "toolCallInput";
@@ -323,6 +325,14 @@ export interface ToolCallStartedEvent {
   kind: "toolCallStarted";
   toolCallId: string;
   tool: string;
+}
+export interface ToolOutputEvent {
+  kind: "toolOutput";
+  toolCallId: string;
+  stream: "combined" | "stderr" | "stdout";
+  text: string;
+  elided?: number | null;
+  hook?: string | null;
 }
 export interface ToolSummaryEvent {
   kind: "toolSummary";
@@ -344,7 +354,7 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -406,4 +416,4 @@ export interface WorkspaceTrustResult {
   enables?: Array<string>;
   trusted?: boolean;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;

@@ -71,6 +71,26 @@ class ToolCallFinished(msgspec.Struct, frozen=True):
     result: ToolResultBlock | None = None
     """The tool_result the model will get (for transcripts; not sent to clients). None: the
     call did not run."""
+    exit_code: int | None = None
+    """The command's exit status (Bash); None: no command, or a signal ended it."""
+    signal: str | None = None
+    """The signal that ended the command (`SIGKILL`); None: it exited, or no command."""
+
+
+OutputStream = Literal["stdout", "stderr", "combined"]
+
+
+class ToolOutputChunk(msgspec.Struct, frozen=True):
+    """Bytes a running command wrote (a Bash call, or a hook run for the call): what the
+    editor shows live. The model's result is made separately, from the whole output."""
+
+    tool_call_id: str
+    """The call; "" for a Stop hook, which runs for no call."""
+    stream: OutputStream
+    data: bytes
+    hook: str | None = None
+    """The hook event (`PreToolUse`, `PostToolUse`, `Stop`) whose command wrote it; None: the
+    tool's own command."""
 
 
 class DiffPreview(msgspec.Struct, frozen=True):
@@ -229,5 +249,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
-    TodoUpdate, AgentEvent,
+    TodoUpdate, AgentEvent, ToolOutputChunk,
 ]

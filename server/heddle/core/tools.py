@@ -14,7 +14,7 @@ from typing import Awaitable, Any, Callable, ClassVar, Protocol, runtime_checkab
 
 import msgspec
 
-from heddle.core.events import CoreEvent, Preview
+from heddle.core.events import CoreEvent, OutputStream, Preview, ToolOutputChunk
 from heddle.core.hunks import Review
 
 
@@ -32,6 +32,16 @@ class ToolOutput:
     summary: str
     is_error: bool = False
     diff: str | None = None
+    exit_code: int | None = None
+    """A command's exit status; None: no command, or a signal ended it."""
+    signal: str | None = None
+    """The signal that ended a command (`SIGKILL`)."""
+
+    @property
+    def failed(self) -> bool:
+        """A command exited non-zero or was killed: the editor shows the call as failed (the
+        model reads the exit status in the result's text, as it always did)."""
+        return self.exit_code not in (None, 0) or self.signal is not None
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,12 @@ class ToolContext:
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""
+
+    def output(self, stream: OutputStream, data: bytes, hook: str | None = None) -> None:
+        """Report bytes the running call's command (or `hook`'s) wrote, for the editor to show
+        live. Cheap: the door coalesces and bounds what it sends."""
+        if data:
+            self.emit(ToolOutputChunk(CURRENT_CALL.get(), stream, data, hook))
 
     def resolve(self, raw: str, tool: str = "") -> Path:
         """An absolute, symlink-free path inside the workspace (or one a rule allows `tool` to

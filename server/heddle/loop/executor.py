@@ -43,6 +43,11 @@ class _Call:
     tool: Tool | None
     result: ToolResultBlock | None = None
     started: bool = False
+    exit: tuple[int | None, str | None] = (None, None)
+    """The command's exit code and killing signal, when the tool ran one."""
+    failed: bool = False
+    """The command failed (non-zero exit, a signal): shown as an error, although the model's
+    result is not marked as one (it reads the exit status in the text)."""
 
     @property
     def safe(self) -> bool:
@@ -163,8 +168,9 @@ class ToolExecutor:
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
         call.result = ToolResultBlock(call.block.id, content or "(no output)", status != "ok")
-        self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, status, summary, diff,
-                                       call.result))
+        shown = "error" if status == "ok" and call.failed else status
+        self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, shown, summary, diff,
+                                       call.result, *call.exit))
 
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
         block, tool = call.block, call.tool
@@ -199,6 +205,7 @@ class ToolExecutor:
                 output = await tool.run_reviewed(inp, self.ctx, review)
             else:
                 output = await tool.run(inp, self.ctx)
+            call.exit, call.failed = (output.exit_code, output.signal), output.failed
         except _InvalidInput as exc:
             return "error", str(exc), f"invalid input: {exc.detail}", None
         except ToolError as exc:
@@ -221,7 +228,8 @@ class ToolExecutor:
         return tool.normalise(inp, self.ctx)
 
     def _hook_runner(self) -> HookRunner:
-        return HookRunner(self.ctx.session_id, self.ctx.workspace, self.ctx.env or None)
+        return HookRunner(self.ctx.session_id, self.ctx.workspace, self.ctx.env or None,
+                          self.ctx.output)
 
     async def _pre_hooks(self, tool: Tool, inp: Any) -> PreToolVerdict:
         hooks = self.policy.hooks.pre_tool_use

@@ -1,8 +1,8 @@
 """Hooks: commands from settings that see a tool call (or a stop) as JSON and may decide on it.
 
 `run_hook` is the one way to run a hook command: `bash -c` in its own process group, the
-payload as JSON on stdin, stdout and stderr collected (bounded), the whole group killed when
-the timeout passes. `pre_tool_use` and `post_tool_use` interpret the results for tool calls:
+payload as JSON on stdin, stdout and stderr collected (bounded) and passed on as they come (for
+the editor to show live), the whole group killed when the timeout passes. `pre_tool_use` and `post_tool_use` interpret the results for tool calls:
 
 - exit 2: deny (PreToolUse) or send stderr back to the model (PostToolUse);
 - exit 0: stdout may be a JSON object: `{"decision": "allow" | "deny" | "ask",
@@ -18,7 +18,7 @@ import logging
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import anyio
 
@@ -29,6 +29,11 @@ from heddle.settings import HookCommand
 log = logging.getLogger(__name__)
 
 MAX_HOOK_OUTPUT = 1 << 20
+
+OutputSink = Callable[[str, bytes], None]
+"""Where a hook's output goes as it comes: `(stream, data)`, stream `stdout` or `stderr`."""
+HookOutput = Callable[[str, bytes, str], None]
+"""A session's sink for its hooks' output: `(stream, data, hook event name)`."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class HookResult:
 
 
 async def run_hook(command: str, payload: dict[str, Any], timeout: float, cwd: Path | str,
-                   env: dict[str, str] | None) -> HookResult:
+                   env: dict[str, str] | None, output: OutputSink | None = None) -> HookResult:
     data = json.dumps(payload).encode()
     try:
         process = await open_group(
@@ -61,17 +66,19 @@ async def run_hook(command: str, payload: dict[str, Any], timeout: float, cwd: P
         finally:
             await process.stdin.aclose()
 
-    async def drain(stream, buf: bytearray) -> None:
+    async def drain(stream, buf: bytearray, name: str) -> None:
         async for chunk in stream:
             if len(buf) < MAX_HOOK_OUTPUT:
                 buf += chunk[:MAX_HOOK_OUTPUT - len(buf)]
+            if output is not None:
+                output(name, chunk)
 
     try:
         with anyio.move_on_after(timeout) as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(feed)
-                tg.start_soon(drain, process.stdout, out)
-                tg.start_soon(drain, process.stderr, err)
+                tg.start_soon(drain, process.stdout, out, "stdout")
+                tg.start_soon(drain, process.stderr, err, "stderr")
             await process.wait()
     finally:
         await reap(process)
@@ -95,13 +102,18 @@ class HookRunner:
     session_id: str
     cwd: Path
     env: dict[str, str] | None
+    output: HookOutput | None = None
+    """Where the hooks' output goes as it comes (the editor); None: nowhere."""
 
     async def run(self, hook: HookCommand, payload: dict[str, Any]) -> HookResult | None:
         """The result, or None (logged) when the hook failed or timed out."""
         env = dict(self.env or tool_env(), HEDDLE_PROJECT_DIR=str(self.cwd))
+        event = payload["hook_event_name"]
+        sink = None if self.output is None else (
+            lambda stream, data: self.output(stream, data, event))
         result = await run_hook(hook.command, {"session_id": self.session_id,
                                                "cwd": str(self.cwd), **payload},
-                                hook.timeout, self.cwd, env)
+                                hook.timeout, self.cwd, env, sink)
         name = f"{payload['hook_event_name']} hook `{hook.command}`"
         if result.timed_out:
             log.warning("%s timed out after %g s; ignoring it", name, hook.timeout)

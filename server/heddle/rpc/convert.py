@@ -52,9 +52,10 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
             return wev.ToolCallStartedEvent(tool_call_id=call_id, tool=tool)
         case core.ToolCallInput(call_id, tool, inp, title):
             return wev.ToolCallInputEvent(tool_call_id=call_id, tool=tool, input=inp, title=title)
-        case core.ToolCallFinished(call_id, tool, status, summary, diff):
+        case core.ToolCallFinished(call_id, tool, status, summary, diff, _, exit_code, sig):
             return wev.ToolCallFinishedEvent(tool_call_id=call_id, tool=tool, status=status,
-                                             summary=summary, diff=diff)
+                                             summary=summary, diff=diff, exit_code=exit_code,
+                                             signal=sig)
         case core.PermissionAsked(call_id, title, prev):
             return wev.PermissionAskedEvent(tool_call_id=call_id, title=title,
                                            preview=preview(prev, texts=False))

@@ -20,6 +20,12 @@ A turn that produces much more than the client reads pauses: `behind` is true on
 PAUSE_CHARS of text or PAUSE_EVENTS events that wait for the client, and the loop waits for
 `writable()` before it takes the next event from the model. So what the daemon holds for a
 stalled client is bounded by a constant per running turn, and the other turns go on.
+
+The live output of running commands (`toolOutput`) never enters that queue: `output.LiveOutput`
+keeps it per call, bounded, and sends it while the client keeps up. So a control event (a
+call's end, a permission request, the turn's end) waits behind nothing but other control
+events and text, and at most one `toolOutput` per stream of the call it finishes (that call's
+last output, which goes just before it).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Callable
 from heddle_protocol import events as wev
 from heddle.core import events as core
 from heddle.rpc import convert
+from heddle.rpc.output import LiveOutput
 from heddle.rpc.transport import PRESSURE, Pressure
 
 FLUSH_CHARS = 4096
@@ -78,6 +85,7 @@ class TurnEmitter:
         """Loop time of the last text notification."""
         self._waiting = False
         """Registered to send the queue once the client catches up."""
+        self._output = LiveOutput(self._emit, self._held, self._wake)
 
     def __call__(self, ev: core.CoreEvent) -> None:
         if isinstance(ev, _DELTAS):
@@ -96,9 +104,17 @@ class TurnEmitter:
                 else:
                     self._timer = loop.call_later(wait, self._on_timer)
             return
+        inner = ev.event if isinstance(ev, core.AgentEvent) else ev
+        if isinstance(inner, core.ToolOutputChunk):
+            self._output.add(inner, _as_is if inner is ev else _under(ev))
+            return
         wire_event = convert.event(ev)
         if wire_event is not None:
             self._merge()
+            if isinstance(inner, core.ToolCallFinished):
+                self._queue.extend(self._output.finish(inner.tool_call_id))
+            elif isinstance(ev, core.TurnEnded):
+                self._queue.extend(self._output.close())
             self._queue.append(wire_event)
             self._pump(force=isinstance(ev, core.PermissionAsked))
 
@@ -108,6 +124,7 @@ class TurnEmitter:
 
     def flush(self) -> None:
         """Send everything now, whatever the pressure (at the end of the turn)."""
+        self._queue.extend(self._output.close())
         self._pump(force=True)
 
     @property
@@ -138,6 +155,16 @@ class TurnEmitter:
     def _on_timer(self) -> None:
         self._timer = None
         self._pump(force=False)
+
+    def _held(self) -> bool:
+        """Output must wait: the client is behind, or queued events go first."""
+        return self._pressure.backed_up or bool(self._queue)
+
+    def _wake(self) -> None:
+        """Pump once the client catches up (queued events first, then waiting output)."""
+        if not self._waiting and self._pressure.backed_up:
+            self._waiting = True
+            self._pressure.when_relieved(self._on_relief)
 
     def _on_relief(self) -> None:
         self._waiting = False
@@ -181,8 +208,19 @@ class TurnEmitter:
                 self._emit(wev.ThinkingDeltaEvent(text=text))
             else:
                 self._emit(wev.TextDeltaEvent(text=text))
+        self._output.send_due()
 
     def _emit(self, event: wev.Ev) -> None:
         self._send(wev.TurnEventParams(session_id=self.session_id, turn_id=self.turn_id,
                                        seq=self._seq, event=event))
         self._seq += 1
+
+
+def _as_is(event: wev.Ev) -> wev.Ev:
+    return event
+
+
+def _under(ev: core.AgentEvent) -> Callable[[wev.Ev], wev.Ev]:
+    """A sub-agent's output event, shown under its Task call."""
+    return lambda event: wev.AgentEventEvent(tool_call_id=ev.tool_call_id, agent=ev.agent,
+                                             event=event)

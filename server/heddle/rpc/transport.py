@@ -66,6 +66,7 @@ class Pressure:
         if backed_up == self.backed_up:
             return
         self.backed_up = backed_up
+        log.debug("the client is %s", "behind on stdout" if backed_up else "reading again")
         if backed_up:
             return
         waiters, self._waiters = self._waiters, []

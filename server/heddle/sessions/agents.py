@@ -23,7 +23,7 @@ Do the task you are given thoroughly, then answer with a concise, specific repor
 numbers, names): it is all the main agent will see of your work."""
 
 FORWARDED = (ev.ToolCallStarted, ev.ToolCallInput, ev.ToolCallFinished, ev.PermissionAsked,
-             ev.PermissionAnswered, ev.Retry, ev.ErrorReport)
+             ev.PermissionAnswered, ev.Retry, ev.ErrorReport, ev.ToolOutputChunk)
 
 
 def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,

@@ -18,7 +18,7 @@ import anyio
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
-                                TerminalReason, ToolCallFinished, Usage)
+                                TerminalReason, ToolCallFinished, ToolOutputChunk, Usage)
 from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
@@ -142,7 +142,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                   session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
-                                 new_id=deps.new_id, stop_hooks=stop_hooks_of(session))
+                                 new_id=deps.new_id, stop_hooks=stop_hooks_of(session, emit))
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
                 toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
@@ -194,13 +194,18 @@ def cache_expired(last_call_at: float | None, now: float, ttl: str) -> bool:
     return last_call_at is not None and now - last_call_at > LIFETIME_SECONDS[ttl]
 
 
-def stop_hooks_of(session: Session) -> StopHooks | None:
-    """The session's `hooks.Stop` commands from its settings, if any."""
+def stop_hooks_of(session: Session, emit: Callable[[CoreEvent], None] | None = None
+                  ) -> StopHooks | None:
+    """The session's `hooks.Stop` commands from its settings, if any; their output goes to
+    `emit` as it comes, under no tool call."""
     hooks = session.policy.hooks.stop
     if not hooks:
         return None
+    output = None if emit is None else (
+        lambda stream, data, hook: emit(ToolOutputChunk("", stream, data, hook)))
     return CommandStopHooks(hooks, HookRunner(session.id, session.workspace,
-                                              tool_env(pass_env=session.policy.pass_env)))
+                                              tool_env(pass_env=session.policy.pass_env),
+                                              output))
 
 
 def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:

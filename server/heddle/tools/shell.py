@@ -1,11 +1,13 @@
 """Bash: a shell command in its own process group, with a timeout and an output cap.
 
 The command runs through `heddle.processes.groups` (`open_group`, `reap`), as hooks do, so its
-whole group dies however it ends.
+whole group dies however it ends. What it writes goes to the editor as it comes
+(`ToolContext.output`), and to the model once it ends, cut in the middle if long.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from typing import Annotated, ClassVar
 
@@ -88,14 +90,25 @@ class Bash(ToolBase):
             with anyio.move_on_after(inp.timeout) as scope:
                 async for chunk in process.stdout:
                     output.add(chunk)
+                    ctx.output("combined", chunk)
                 await process.wait()
             timed_out = scope.cancelled_caught
         finally:
             await reap(process)
         output = cap(output.text(), self.max_result_chars)
+        code = process.returncode
+        exit_code, killed_by = (code, None) if code is None or code >= 0 else (None, _name(-code))
         if timed_out:
             return ToolOutput(f"Command timed out after {inp.timeout:g} s and was killed.\n"
-                              f"{output}", f"timed out after {inp.timeout:g} s", is_error=True)
-        code = process.returncode
+                              f"{output}", f"timed out after {inp.timeout:g} s", is_error=True,
+                              exit_code=exit_code, signal=killed_by)
+        summary = f"killed by {killed_by}" if killed_by else f"exit {code}"
         return ToolOutput(f"Exit code {code}\n{output}" if output else f"Exit code {code}",
-                          f"exit {code}")
+                          summary, exit_code=exit_code, signal=killed_by)
+
+
+def _name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

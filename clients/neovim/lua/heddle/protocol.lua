@@ -36,6 +36,7 @@ return {
     "toolSummary",
     "todo",
     "agent",
+    "toolOutput",
   },
   errors = {
     PARSE_ERROR = -32700,

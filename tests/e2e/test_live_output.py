@@ -4,13 +4,16 @@ coalesced, never ahead of the control events; `toolCallFinished` says how the co
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
 
 from e2e import lsp
 from e2e.test_turns import new_session
-from heddle.rpc.output import OUTPUT_CALL_BYTES, OUTPUT_EVENT_BYTES, OUTPUT_INTERVAL
+from e2e.crashable import transcript_path
+from heddle.rpc.output import (OUTPUT_CALL_BYTES, OUTPUT_EVENT_BYTES, OUTPUT_INTERVAL,
+                               TRANSCRIPT_CALL_BYTES)
 from procs import all_dead
 
 DONE = {"content": [{"type": "text", "text": "Done."}]}
@@ -69,7 +72,8 @@ async def test_output_arrives_while_the_command_runs(client, scripted, workspace
     assert lsp.seqs_contiguous(client)
 
 
-async def test_a_huge_output_is_bounded_and_keeps_its_tail(client, scripted, workspace):
+async def test_a_huge_output_is_bounded_and_keeps_its_tail(client, scripted, workspace,
+                                                             daemon_env):
     total = 50 * 1_000_000 + len("\nTHE-END\n")
     scripted.add_scenario("s", {"steps": [bash(
         "for i in $(seq 50); do head -c 1000000 /dev/zero | tr '\\0' a; sleep 0.02; done; "
@@ -94,6 +98,13 @@ async def test_a_huge_output_is_bounded_and_keeps_its_tail(client, scripted, wor
     content = tool_result(scripted, "s", 1)["content"]
     assert content.startswith("Exit code 0\naaaa") and "omitted" in content
     assert "THE-END" in content and len(content) < 40_000
+    # the transcript keeps the call's first output only: a load does not read megabytes
+    records = [json.loads(line) for line in transcript_path(daemon_env, sid).read_text().splitlines()]
+    kept = [r["event"] for r in records
+            if r.get("type") == "event" and r["event"]["kind"] == "toolOutput"]
+    assert kept and kept[0] == shown[0]
+    assert sum(len(e["text"]) for e in kept) <= TRANSCRIPT_CALL_BYTES + OUTPUT_EVENT_BYTES
+    assert len(kept) < len(shown)
 
 
 FLOOD = """import os, sys, time

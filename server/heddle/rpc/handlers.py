@@ -18,6 +18,7 @@ from heddle.rpc import convert
 from heddle.rpc.daemon import Daemon
 from heddle.rpc.dispatch import handler
 from heddle.rpc.emitter import TurnEmitter
+from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.permissions import settings_for
 from heddle.sessions.session import Session, SessionOptions
 from heddle.sessions.turns import TurnRequest, compact_session, start_turn
@@ -56,9 +57,10 @@ def register(server: Daemon) -> None:
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
         emitters: list[TurnEmitter] = []
+        kept = TranscriptOutput()
 
         def send(params: TurnEventParams) -> None:
-            if session.transcript is not None:
+            if session.transcript is not None and kept.keep(params.turn_id, params.event):
                 session.transcript.event(params.turn_id, params.event)
             server.protocol.notify_struct("turn/event", params)
 

@@ -193,3 +193,27 @@ class LiveOutput:
         call.last = time.monotonic()
         for event in call.events(final=False):
             self._send(event)
+
+
+TRANSCRIPT_CALL_BYTES = 32 * 1024
+"""Characters of one call's live output the transcript keeps (its first events; the model's tool result, also
+in the transcript, holds what the command printed, within the tool's own limits)."""
+
+
+class TranscriptOutput:
+    """Which `toolOutput` events a session's transcript keeps: a call's first events, until
+    TRANSCRIPT_CALL_BYTES characters, so that 300 noisy commands do not make a transcript of
+    hundreds of megabytes that every load must read. Other events are all kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str], int] = {}
+
+    def keep(self, turn_id: str, event: wev.Ev) -> bool:
+        if not isinstance(event, wev.ToolOutputEvent):
+            return True
+        key = (turn_id, event.tool_call_id)
+        kept = self._kept.get(key, 0)
+        if kept >= TRANSCRIPT_CALL_BYTES:
+            return False
+        self._kept[key] = kept + len(event.text)
+        return True

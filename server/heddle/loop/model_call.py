@@ -20,6 +20,7 @@ from heddle.core.messages import Message, ToolUseBlock, strip_thinking
 from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
                                 TextChunk, ThinkingChunk)
 from heddle.loop.deps import ToolBatch
+from heddle.loop.ladder import max_tokens
 from heddle.loop.outcomes import Call, Onward, Query, Response
 from heddle.loop.state import LoopState
 
@@ -32,7 +33,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         response = Response()
         yield ModelCallStarted(index, model)
         request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
-                               state.max_output_tokens_override or q.config.max_tokens,
+                               max_tokens(q.config, state, q.output_cap(model)),
                                q.config.thinking_budget)
         index += 1
         try:

@@ -113,11 +113,12 @@ async def output_limit(q: Query, now: Onward) -> Step:
         return
     for ev in call.batch.discard("cut off by the output limit"):
         yield ev
-    rung = output_limit_rung(q.config, state)
+    cap = q.output_cap(state.model)
+    rung = output_limit_rung(q.config, state, cap)
     if rung == "escalate":
         yield Tombstone(state.calls - 1, "the output limit was raised and the answer is being "
                         "written again")
-        yield Again(transitions.escalate(state, q.config.escalated_max_tokens))
+        yield Again(transitions.escalate(state, cap))
         return
     kept = endings.assistant_text_only(response.blocks)
     messages = state.messages + ((kept,) if kept else ())

@@ -41,7 +41,8 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
         tools = {n: t for n, t in toolbox.tools.items() if n in AGENT_TOOLS}
         sub = LoopConfig(system=AGENT_SYSTEM.format(workspace=toolbox.ctx.workspace),
                          model=config.model, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
-                         max_tokens=config.max_tokens, limits=config.limits)
+                         max_tokens=config.max_tokens, limits=config.limits,
+                         limits_for=config.limits_for)
         seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
                                              toolbox.permission_lock),
                          deps.permissions, compactor=deps.compactor, new_id=deps.new_id)

@@ -10,7 +10,7 @@ if that turn completes; otherwise it runs as a turn of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, Literal, Mapping
 
 import anyio
 
@@ -38,6 +38,7 @@ from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
+from heddle.settings import ModelLimitSettings
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
@@ -52,7 +53,8 @@ class TurnDeps:
     tools: dict[str, Tool]
     new_id: Callable[[], str]
     max_tokens: int = 8192
-    limits_for: Callable[[str], Limits] | None = None
+    limits_for: Callable[[str, Mapping[str, ModelLimitSettings]], Limits] | None = None
+    """A model's limits, given the settings' `[models]` entries; None: the built-in table's."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,10 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
     """What a turn's query runs with: the session's model and options, the request's limits."""
+    limits_for = None
+    if deps.limits_for is not None:
+        found, overrides = deps.limits_for, session.options.model_limits or {}
+        limits_for = lambda model: found(model, overrides)  # noqa: E731
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -173,7 +179,7 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         token_budget=request.token_budget or parse_budget(request.prompt),
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
-        limits=deps.limits_for(session.model) if deps.limits_for else None)
+        limits=limits_for(session.model) if limits_for else None, limits_for=limits_for)
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:

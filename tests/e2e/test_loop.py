@@ -108,7 +108,8 @@ async def test_only_an_overloaded_model_falls_back(client, scripted, workspace):
         "bad-request": ({"status": 400}, "invalidRequest", 1),
         "no-auth": ({"status": 401}, "authentication", 1),
         "server-error": ({"status": 500, "retryAfter": 0.01, "times": 5}, "serverError", 5),
-        "broke-mid-answer": ({"errorEvent": "api_error", "afterEvents": 6}, "serverError", 1)}
+        "broke-mid-answer": ({"errorEvent": "api_error", "afterEvents": 6, "times": 5},
+                             "serverError", 5)}
     for name, (fault, code, calls) in faults.items():
         scripted.add_scenario(name, {"steps": [{"content": [{"type": "text", "text": "partial "
                                                              "answer"}], "chunk": 2,
@@ -135,7 +136,8 @@ async def test_a_model_that_cannot_be_reached_does_not_fall_back(daemon_env, dae
     finally:
         await lsp.stop(c)
     assert (result["reason"], result.get("error", {}).get("code")) == ("modelError", "connection")
-    assert [r["attempt"] for r in c.turn_events("retry")] == [1, 2, 3, 4]
+    assert [r["attempt"] for r in c.turn_events("retry")] == [2, 3, 4, 5]
+    assert {r["maxAttempts"] for r in c.turn_events("retry")} == {5}
     assert c.turn_events("modelFallback") == []
     assert [m["model"] for m in c.turn_events("modelCall")] == ["primary"]
 
@@ -144,7 +146,8 @@ async def test_fallback_mid_stream_discards_the_partial_response(client, scripte
     broken = {"content": [{"type": "text", "text": "Let me check. "},
                           {"type": "tool_use", "name": "Bash", "input": {"command": "touch x"}},
                           {"type": "text", "text": "more text that never arrives"}],
-              "chunk": 4, "fault": {"errorEvent": "overloaded_error", "afterEvents": 20}}
+              "chunk": 4, "fault": {"errorEvent": "overloaded_error", "afterEvents": 20,
+                                    "times": 5}}
     scripted.add_scenario("primary", {"steps": [broken]})
     scripted.add_scenario("backup", {"steps": [DONE]})
     sid = await new_session(client, workspace, "primary", fallbackModel="backup")
@@ -152,7 +155,7 @@ async def test_fallback_mid_stream_discards_the_partial_response(client, scripte
     assert result["reason"] == "completed"
     assert not (workspace / "x").exists()  # the unsafe call of the failed attempt never ran
     finished = client.turn_events("toolCallFinished")
-    assert [f["status"] for f in finished] == ["cancelled"]
+    assert [f["status"] for f in finished] == ["cancelled"] * 5  # one per attempt
     sent = scripted.requests_for("backup")[0].body["messages"]
     assert [m["role"] for m in sent] == ["user"]
 

@@ -41,6 +41,8 @@ class _Call:
     tool: Tool | None
     result: ToolResultBlock | None = None
     started: bool = False
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the call's result is discarded while it runs."""
 
     @property
     def safe(self) -> bool:
@@ -106,14 +108,31 @@ class ToolExecutor:
         except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
             return block.name
 
-    def discard(self, why: str) -> list[CoreEvent]:
-        """Queued calls never run (started read-only ones finish on their own and their results
-        are ignored), and a call whose input was still streaming is finished too, so every
-        `ToolCallStarted` gets its `ToolCallFinished`."""
+    def discard(self, why: str, running: bool = False, finished: bool = False
+                ) -> list[CoreEvent]:
+        """End the calls whose results the model will not get, `cancelled`, saying `why`, so
+        that what the editor is told of each call is what the model is told.
+
+        Queued calls never run, and a call whose input was still streaming never starts (so
+        every `ToolCallStarted` gets its `ToolCallFinished`). With `running`, a started
+        read-only call is stopped and its result discarded (else it finishes on its own: a
+        cancelled turn stops it). With `finished` the whole response is dropped (the model will
+        never see these calls), and a call that had finished is reported again, `cancelled`.
+        The calls kept in the conversation get a tool_result that says what happened."""
         self._queued.clear()
-        events: list[CoreEvent] = [
-            ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
-            for c in self.calls if not c.started and c.result is None]
+        events: list[CoreEvent] = []
+        for c in self.calls:
+            if c.result is not None and not finished or c.started and not running:
+                continue
+            if not c.started:
+                summary, text = f"not run: {why}", f"This tool call did not run: {why}."
+            else:
+                c.scope.cancel()  # a read-only call: stopping it changes nothing
+                summary = f"discarded: {why}"
+                text = f"This tool call's result was discarded: {why}."
+            c.result = ToolResultBlock(c.block.id, text, True)
+            events.append(ToolCallFinished(c.block.id, c.block.name, "cancelled", summary,
+                                           result=None if finished else c.result))
         if self.streaming is not None:
             events.append(ToolCallFinished(*self.streaming, "cancelled", f"not run: {why}"))
             self.streaming = None
@@ -139,7 +158,9 @@ class ToolExecutor:
     async def _run(self, call: _Call) -> None:
         CURRENT_CALL.set(call.block.id)  # this task's context only
         try:
-            status, content, summary, diff = await self._execute(call)
+            with call.scope:  # `discard` cancels it, and has reported the call already
+                status, content, summary, diff = await self._execute(call)
+                self._finish(call, status, content, summary, diff)
         except anyio.get_cancelled_exc_class():
             self._finish(call, "cancelled", "The tool call was cancelled by the user before "
                          "it finished; its effect is unknown.", "cancelled")
@@ -148,8 +169,6 @@ class ToolExecutor:
             log.exception("tool %s failed", call.block.name)
             self._finish(call, "error", f"{call.block.name} failed: {type(exc).__name__}: {exc}",
                          f"failed: {exc}")
-        else:
-            self._finish(call, status, content, summary, diff)
         finally:
             self._running -= 1
             if self._running == 0:
@@ -157,6 +176,8 @@ class ToolExecutor:
 
     def _finish(self, call: _Call, status: str, content: str, summary: str,
                 diff: str | None = None) -> None:
+        if call.result is not None:  # discarded while it ran: reported then
+            return
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)

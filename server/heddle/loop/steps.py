@@ -90,7 +90,8 @@ async def recover(q: Query, now: Onward) -> Step:
                          else transitions.compact_retry)
                 yield Again(retry(state, found[0]))
                 return
-        events, messages = endings.close_failed(state.messages, response.blocks, call.batch)
+        events, messages = endings.close_failed(state.messages, response.with_partial(),
+                                                call.batch)
         for ev in events:
             yield ev
         reason = (TerminalReason.PROMPT_TOO_LONG if call.error.code == "promptTooLong"
@@ -111,7 +112,7 @@ async def output_limit(q: Query, now: Onward) -> Step:
     if response.stop_reason != "max_tokens":
         yield Onward(state, call)
         return
-    for ev in call.batch.discard("cut off by the output limit"):
+    for ev in call.batch.discard("cut off by the output limit", running=True, finished=True):
         yield ev
     cap = q.output_cap(state.model)
     rung = output_limit_rung(q.config, state, cap)

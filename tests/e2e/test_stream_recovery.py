@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from e2e import lsp
 from e2e.test_turns import new_session
 
 # The broken response, chunk 4. Its SSE events, counted from 0 (afterEvents counts sent ones):
@@ -183,3 +184,32 @@ async def test_a_failed_response_answers_a_stopped_call_as_the_editor_was_told(
     assistant = requests[1].body["messages"][1]["content"]
     assert shown.startswith(assistant[-1]["text"]) and assistant[-1]["text"]
     assert_editor_and_model_agree(client, requests)
+
+
+async def test_a_call_that_finished_before_the_break_is_reported_again(daemon_env,
+                                                                       daemon_command,
+                                                                       scripted, workspace):
+    """The stream stalls after the first Read's block (event 17): the Read finishes `ok` during
+    the stall, then the read timeout breaks the stream. The model never sees that Read, so the
+    editor is told again: `cancelled`, its result discarded."""
+    scripted.add_scenario("s", {"steps": [
+        {"content": BROKEN, "chunk": 4, "fault": {"stall": 30, "afterEvents": 18}},
+        {"content": [{"type": "text", "text": "Nothing to read after all."}]}]})
+    c = await lsp.start(dict(daemon_env, HEDDLE_READ_TIMEOUT="1.5"), daemon_command)
+    try:
+        sid = await new_session(c, workspace, "s")
+        result = await turn(c, sid)
+    finally:
+        await lsp.stop(c)
+    assert result["reason"] == "completed"
+    events = c.turn_events()
+    finished = [(i, e) for i, e in enumerate(events) if e["kind"] == "toolCallFinished"]
+    gone = next(i for i, e in enumerate(events) if e["kind"] == "tombstone")
+    assert [(e["status"], i < gone) for i, e in finished] == [("ok", True), ("cancelled", True)]
+    assert finished[0][1]["toolCallId"] == finished[1][1]["toolCallId"]
+    assert finished[1][1]["summary"].startswith("discarded: ")
+    (retry,) = c.turn_events("retry")
+    assert retry["error"]["code"] == "timeout"
+    requests = scripted.requests_for("s")
+    assert len(requests) == 2 and tool_uses(requests) == set()
+    assert_editor_and_model_agree(c, requests)

@@ -178,7 +178,8 @@ async def test_a_failed_response_answers_a_stopped_call_as_the_editor_was_told(
     assert len(requests) == 2
     (result,) = results_in(requests[1]).values()
     assert result["is_error"] is True
-    assert result["content"] == "This tool call's result was discarded: the model's response failed."
+    assert result["content"] == ("This tool call's result was discarded: the model's "
+                                 "response failed.")
     # the text shown up to the break is what the model is given back
     shown = "".join(e["text"] for e in client.turn_events("textDelta"))
     assistant = requests[1].body["messages"][1]["content"]

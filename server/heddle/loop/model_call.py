@@ -47,10 +47,8 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
             async with aclosing(q.deps.model.stream(request)) as stream:
                 async for ev in stream:
                     if isinstance(ev, Restart):
-                        for out in batch.discard(BROKE_OFF, running=True, finished=True):
+                        for out in _dropped(batch, index - 1, ev):
                             yield out
-                        yield Tombstone(index - 1, f"the model's response broke off "
-                                        f"({ev.error.message}); it is being written again")
                         batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
                         response = Response()
                         yield ModelCallStarted(index, model)
@@ -85,6 +83,14 @@ def called(state: LoopState, model: str, messages: tuple[Message, ...], calls: i
     if model != state.model:
         state = replace(state, model=model, messages=messages)
     return replace(state, calls=calls, usage=state.usage + usage)
+
+
+def _dropped(batch: ToolBatch, index: int, restart: Restart) -> list[CoreEvent]:
+    """The response of model call `index` broke off and is requested again: its tool calls
+    end `cancelled`, then its output is tombstoned."""
+    return batch.discard(BROKE_OFF, running=True, finished=True) + [Tombstone(
+        index, f"the model's response broke off ({restart.error.message}); it is being "
+        "written again")]
 
 
 def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent]:

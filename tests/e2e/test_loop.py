@@ -268,14 +268,17 @@ async def test_tool_batches_get_one_line_summaries(client, scripted, workspace):
     # the summary arrives while the next call streams (slowly here); it never delays the loop
     slow_done = {"content": [{"type": "text", "text": "All done here."}], "chunk": 1, "delayMs": 60}
     scripted.add_scenario("s", {"steps": [READ, slow_done]})
-    scripted.add_scenario("cheap", {"steps": [{"content": [{"type": "text",
-                                                            "text": "Read app.py"}]}]})
+    scripted.add_scenario("cheap", {"steps": [  # its first answer breaks off: asked again
+        {"content": [{"type": "text", "text": "Looked at"}], "chunk": 4,
+         "fault": {"drop": True, "afterEvents": 4}},
+        {"content": [{"type": "text", "text": "Read app.py"}]}]})
     sid = await new_session(client, workspace, "s", summaryModel="cheap")
     result = await turn(client, sid)
     assert result["reason"] == "completed"
     summary = await client.wait_for_event("toolSummary")
     assert summary["summary"] == "Read app.py"
     assert len(summary["toolCallIds"]) == 1
+    assert len(scripted.requests_for("cheap")) == 2
     asked = scripted.requests_for("cheap")[0].body
     assert asked["max_tokens"] == 64 and "Read" in asked["messages"][0]["content"][0]["text"]
 

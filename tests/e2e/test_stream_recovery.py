@@ -196,7 +196,7 @@ async def test_a_call_that_finished_before_the_break_is_reported_again(daemon_en
     scripted.add_scenario("s", {"steps": [
         {"content": BROKEN, "chunk": 4, "fault": {"stall": 30, "afterEvents": 18}},
         {"content": [{"type": "text", "text": "Nothing to read after all."}]}]})
-    c = await lsp.start(dict(daemon_env, HEDDLE_READ_TIMEOUT="1.5"), daemon_command)
+    c = await lsp.start(dict(daemon_env, HEDDLE_READ_TIMEOUT="3"), daemon_command)
     try:
         sid = await new_session(c, workspace, "s")
         result = await turn(c, sid)

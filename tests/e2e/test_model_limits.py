@@ -62,3 +62,21 @@ async def test_settings_describe_a_local_model(client, scripted, workspace, tmp_
     assert [r.body["max_tokens"] for r in scripted.requests_for("local-big-1")] == [8192, 20000]
     assert result["transitions"] == ["max_output_tokens_escalate"]
     assert client.turn_events("usage")[-1]["contextWindow"] == 50000
+
+
+async def test_compaction_asks_no_more_than_the_summary_models_limit(client, scripted,
+                                                                     workspace, tmp_path):
+    settings = tmp_path / "config" / "heddle" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('[models."local-summ"]\nmax_output_tokens = 2000\n')
+    read = {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+    scripted.add_scenario("s", {"steps": [read, read, read, {"content": [
+        {"type": "text", "text": "Read it."}]}]})
+    scripted.add_scenario("local-summ", {"steps": [
+        {"content": [{"type": "text", "text": "Goal: read app.py."}]}]})
+    sid = await new_session(client, workspace, "s", compactModel="local-summ")
+    await client.call("turn/start", {"sessionId": sid, "prompt": "read app.py thrice"})
+    compacted = await client.call("session/compact", {"sessionId": sid})
+    assert compacted["summary"] == "Goal: read app.py."
+    (summarising,) = scripted.requests_for("local-summ")
+    assert summarising.body["max_tokens"] == 2000

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import anyio
 
 from heddle.context.compactor import CompactResult
 from heddle.context.pipeline import CONTINUATION
-from heddle.context.windows import estimate_tokens
+from heddle.context.windows import Limits, estimate_tokens
 from heddle.core.events import Terminal, TerminalReason
 from heddle.core.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
 from heddle.core.stream import ModelCaller
@@ -44,6 +45,8 @@ class ModelCompactor:
     max_tokens: int = 8192
     compact_model: str | None = None
     """Model that writes summaries; None: the session's model."""
+    limits_for: Callable[[str], Limits] | None = None
+    """The limits of the model that writes summaries; None: the built-in table's."""
 
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
@@ -51,7 +54,7 @@ class ModelCompactor:
         before = estimate_tokens(to_api(messages))
         request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
         config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact", max_turns=1,
-                            max_tokens=self.max_tokens)
+                            max_tokens=self.max_tokens, limits_for=self.limits_for)
         no_tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
         seams = LoopDeps(self.model, no_tools, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:

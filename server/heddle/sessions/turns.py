@@ -168,10 +168,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:
     """What a turn's query runs with: the session's model and options, the request's limits."""
-    limits_for = None
-    if deps.limits_for is not None:
-        found, overrides = deps.limits_for, session.options.model_limits or {}
-        limits_for = lambda model: found(model, overrides)  # noqa: E731
+    limits_for = session_limits(session, deps)
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -180,6 +177,14 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
         limits=limits_for(session.model) if limits_for else None, limits_for=limits_for)
+
+
+def session_limits(session: Session, deps: TurnDeps) -> Callable[[str], Limits] | None:
+    """Any model's limits as this session's settings describe them; None: the table's."""
+    if deps.limits_for is None:
+        return None
+    found, overrides = deps.limits_for, session.options.model_limits or {}
+    return lambda model: found(model, overrides)
 
 
 def stop_hooks_of(session: Session) -> StopHooks | None:
@@ -195,7 +200,8 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
     """The session's compactor; its circuit breaker counts failures across turns."""
     if session.compactor is None:
         session.compactor = CircuitBreaker(ModelCompactor(
-            deps.model_for(session.model), compact_model=session.options.compact_model))
+            deps.model_for(session.model), compact_model=session.options.compact_model,
+            limits_for=session_limits(session, deps)))
     return session.compactor
 
 

@@ -4,6 +4,7 @@ model agree on every tool call's fate."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -214,3 +215,33 @@ async def test_a_call_that_finished_before_the_break_is_reported_again(daemon_en
     requests = scripted.requests_for("s")
     assert len(requests) == 2 and tool_uses(requests) == set()
     assert_editor_and_model_agree(c, requests)
+
+
+async def test_a_discarded_call_waiting_for_permission_gets_its_answer_first(
+        daemon_env, daemon_command, scripted, workspace, tmp_path):
+    """An ask rule makes the first Read wait for the editor, which never answers; the stream
+    stalls until the read timeout breaks it. The prompt is answered `cancelled` before the
+    call's toolCallFinished, as for every prompt, and both before the tombstone."""
+    settings = tmp_path / "config" / "heddle" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('[permissions]\nask = ["Read(app.py)"]\n')
+    scripted.add_scenario("s", {"steps": [
+        {"content": BROKEN, "chunk": 4, "fault": {"stall": 30, "afterEvents": 18}}, DONE]})
+    never = asyncio.Event()
+    c = await lsp.start(dict(daemon_env, HEDDLE_READ_TIMEOUT="3"), daemon_command)
+    try:
+        c.answer = lambda params: never.wait()
+        sid = await new_session(c, workspace, "s")
+        result = await turn(c, sid)
+    finally:
+        never.set()
+        await lsp.stop(c)
+    assert result["reason"] == "completed" and result["text"] == "Done."
+    about = [(e["kind"], e.get("decision"), e.get("status")) for e in c.turn_events()
+             if e["kind"] in ("permissionAsked", "permissionAnswered", "toolCallFinished",
+                              "tombstone")]
+    assert about == [("permissionAsked", None, None), ("permissionAnswered", "cancelled", None),
+                     ("toolCallFinished", None, "cancelled"), ("tombstone", None, None)]
+    (answered,) = c.turn_events("permissionAnswered")
+    assert answered["reason"].startswith("the call was discarded: ")
+    assert_editor_and_model_agree(c, scripted.requests_for("s"))

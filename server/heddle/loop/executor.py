@@ -66,6 +66,8 @@ class ToolExecutor:
     """Set when a tool hook asked to end the turn after this batch (`{"continue": false}`)."""
     streaming: tuple[str, str] | None = None
     """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
+    _asking: set[str] = field(default_factory=set)
+    """Ids of the calls whose permission prompt is open."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -128,6 +130,10 @@ class ToolExecutor:
                 summary, text = f"not run: {why}", f"This tool call did not run: {why}."
             else:
                 c.scope.cancel()  # a read-only call: stopping it changes nothing
+                if c.block.id in self._asking:  # its prompt is answered first, as always
+                    self._asking.remove(c.block.id)
+                    events.append(PermissionAnswered(c.block.id, "cancelled",
+                                                     reason=f"the call was discarded: {why}"))
                 summary = f"discarded: {why}"
                 text = f"This tool call's result was discarded: {why}."
             c.result = ToolResultBlock(c.block.id, text, True)
@@ -259,15 +265,19 @@ class ToolExecutor:
             preview = await tool.preview(inp, self.ctx)
             title = tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else "")
             self.ctx.emit(PermissionAsked(block.id, title, preview))
+            self._asking.add(block.id)
             try:
                 answer = await self.asker(PermissionPrompt(
                     block.id, tool.name, msgspec.to_builtins(inp), title, preview, ask.rule))
             except anyio.get_cancelled_exc_class():
                 # the turn ends with the prompt open: it still gets its answer, before the
-                # call's toolCallFinished
-                self.ctx.emit(PermissionAnswered(block.id, "cancelled",
-                                                 reason="the turn was cancelled"))
+                # call's toolCallFinished (`discard` has given it one already)
+                if block.id in self._asking:
+                    self.ctx.emit(PermissionAnswered(block.id, "cancelled",
+                                                     reason="the turn was cancelled"))
                 raise
+            finally:
+                self._asking.discard(block.id)
             saved = scope = note = None
             if answer.decision == "allowAlways" and not ask.rule:
                 note = f"allowed once: no rule is kept for this call ({ask.note})"

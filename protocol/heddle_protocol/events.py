@@ -146,8 +146,9 @@ class TodoEvent(Ev, tag="todo"):
 
 class RetryEvent(Ev, tag="retry"):
     attempt: int
-    """1 for the first retry."""
+    """The number of the request about to be made: 2 for the first retry."""
     max_attempts: int
+    """The most requests one model call makes, the first included (5)."""
     delay_ms: int
     error: ErrorInfo
 
@@ -193,8 +194,9 @@ class ModelCallEvent(Ev, tag="modelCall"):
 
 
 class TombstoneEvent(Ev, tag="tombstone"):
-    """Remove what model call `index` showed: it is being redone (output limit raised, model
-    fallback). Tool calls it started end with `toolCallFinished` status `cancelled`."""
+    """Remove what model call `index` showed: it is being redone (its response broke off, the
+    output limit was raised, the model fell back). Its tool calls have ended `cancelled`
+    before it; a `modelCall` with the next index follows."""
 
     index: int
     reason: str

@@ -219,6 +219,9 @@ class ErrorInfo(Wire):
     status: int | None = None
     """HTTP status of the failed model request. Omitted: not an HTTP error."""
     retryable: bool = False
+    """A failure of a kind Heddle retries (at most 5 requests per model call): in a turn's
+    error, the retries ran out, and the prompt may well work later; false: it would fail the
+    same way again."""
 
 
 class TurnStartResult(Wire):

@@ -22,7 +22,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, Mapping, TypeVar, get_args, get_origin
 
 import msgspec
 
@@ -77,6 +77,17 @@ class ToolSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Environment variables passed to tool processes even though they look like secrets."""
 
 
+class ModelLimitSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """The limits of the models whose id starts with this entry's key (`[models."qwen"]`), in
+    place of the built-in table's (`heddle.model.limits`), for new or local models."""
+
+    context_window: Annotated[int, msgspec.Meta(ge=1024)] | None = None
+    """Tokens the model reads; omitted: the table's (200,000 for a model it does not know)."""
+    max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """The highest `max_tokens` the endpoint accepts; omitted: the table's (32,000 for a
+    model it does not know)."""
+
+
 CacheTtl = Literal["5m", "1h"]
 
 
@@ -126,6 +137,8 @@ def cache_from_env(env: Mapping[str, str]) -> tuple[CacheSettings, list[str]]:
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model: str | None = None
     fallback_model: str | None = None
+    models: dict[str, ModelLimitSettings] = {}
+    """Per model id prefix; the longest matching key applies."""
     permissions: PermissionSettings = PermissionSettings()
     hooks: HookSettings = HookSettings()
     tools: ToolSettings = ToolSettings()
@@ -272,6 +285,11 @@ def _lenient(data: Any, typ: type[S], where: str, problems: list[str]) -> S:
             (item_type,) = get_args(info.type)
             items = [_convert(v, item_type, f"{name}[{i}]", problems) for i, v in enumerate(value)]
             values[info.name] = [v for v in items if v is not _BAD]
+        elif get_origin(info.type) is dict and isinstance(value, dict):
+            _, item_type = get_args(info.type)
+            entries = {k: _convert(v, item_type, f"{name}.{k}", problems)
+                       for k, v in value.items()}
+            values[info.name] = {k: v for k, v in entries.items() if v is not _BAD}
         else:
             converted = _convert(value, info.type, name, problems)
             if converted is not _BAD:
@@ -314,6 +332,7 @@ def merge(user: Settings, project: Settings) -> Settings:
     return Settings(
         model=project.model or user.model,
         fallback_model=project.fallback_model or user.fallback_model,
+        models={**user.models, **project.models},
         permissions=PermissionSettings(mode=pp.mode or up.mode, allow=up.allow + pp.allow,
                                        deny=up.deny + pp.deny, ask=up.ask + pp.ask),
         hooks=HookSettings(pre_tool_use=uh.pre_tool_use + ph.pre_tool_use,
@@ -343,10 +362,12 @@ def widening(project: Settings, user: Settings) -> list[str]:
 
 
 def narrowed(project: Settings, user: Settings) -> Settings:
-    """Only what cannot widen permissions: the models, deny and ask rules, a stricter mode."""
+    """Only what cannot widen permissions: the models and their limits, deny and ask rules, a
+    stricter mode."""
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
-                    cache=project.cache, permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
+                    cache=project.cache, models=project.models,
+                    permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
                                                    else p.mode, deny=p.deny, ask=p.ask))
 
 

@@ -198,6 +198,8 @@ class Renderer:
             inner = ev.get("event", {})
             if inner.get("kind") == "toolCallInput":
                 self._line(self._c("36", f"    ↳ {inner['title']}"))
+        elif kind == "tombstone":  # printed text cannot be taken back: say it is void
+            self._line(self._c("33", f"  ↺ the answer above is discarded: {ev['reason']}"))
         elif kind == "modelFallback":
             self._line(self._c("33", f"  {ev['fromModel']} is overloaded; continuing with "
                                f"{ev['toModel']}"))

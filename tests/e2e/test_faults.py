@@ -13,8 +13,8 @@ async def test_overload_is_retried_and_visible(client, scripted, workspace):
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "hi"})
     assert result["reason"] == "completed" and result["text"] == "Recovered."
     retries = client.turn_events("retry")
-    assert [(r["attempt"], r["error"]["code"], r["delayMs"]) for r in retries] == [
-        (1, "overloaded", 50), (2, "overloaded", 50)]
+    assert [(r["attempt"], r["maxAttempts"], r["error"]["code"], r["delayMs"])
+            for r in retries] == [(2, 5, "overloaded", 50), (3, 5, "overloaded", 50)]
     assert result["usage"]["modelCalls"] == 3
 
 
@@ -58,18 +58,27 @@ async def test_stream_failure_after_tool_use_leaves_a_valid_session(client, scri
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
                      {"type": "text", "text": "and now a long explanation " * 5}],
-         "chunk": 4, "fault": {"errorEvent": "api_error", "afterEvents": 12}},
+         "chunk": 4, "fault": {"errorEvent": "invalid_request_error", "afterEvents": 12}},
         HELLO]})
     sid = await new_session(client, workspace, "s")
     failed = await client.call("turn/start", {"sessionId": sid, "prompt": "hi"})
-    assert failed["reason"] == "modelError" and failed["error"]["code"] == "serverError"
+    assert failed["reason"] == "modelError" and failed["error"]["code"] == "invalidRequest"
+    assert len(scripted.requests_for("s")) == 1  # not a failure that is retried
     again = await client.call("turn/start", {"sessionId": sid, "prompt": "try again"})
     assert again["reason"] == "completed"
     messages = scripted.requests_for("s")[1].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[1]["content"][0]["type"] == "tool_use"
     result = messages[2]["content"][0]
-    assert result["type"] == "tool_result" and result["is_error"] is True
+    (finished,) = client.turn_events("toolCallFinished")
+    assert result["type"] == "tool_result" and result["tool_use_id"] == finished["toolCallId"]
+    # the Read may have finished before the response failed, or been stopped: either way the
+    # model is told what the editor was
+    assert result["is_error"] is (finished["status"] != "ok")
+    if finished["status"] != "ok":
+        assert finished["summary"] == "discarded: the model's response failed"
+        assert result["content"] == ("This tool call's result was discarded: the model's "
+                                     "response failed.")
     assert {k: v for k, v in messages[2]["content"][-1].items() if k != "cache_control"} == {
         "type": "text", "text": "try again"}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from heddle.core.events import (Compaction, ModelFallback, TerminalReason, Tombstone,
                                 ToolCallFinished)
 from heddle.core.messages import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from heddle.loop.endings import MODEL_FAILED_RESULT
 from heddle.loop.ladder import OUTPUT_LIMIT_NUDGE
 
 from loop.fakes import ScriptedModel, Summariser, failure, first_prompt, run_query, text, tool
@@ -49,7 +48,8 @@ async def test_a_cut_off_answer_is_raised_once_then_nudged_three_times(tmp_path)
     run = await run_query(tmp_path, model)
     assert run.terminal.transitions == ("max_output_tokens_escalate",
                                         *["max_output_tokens_recovery"] * 3)
-    assert [r.max_tokens for r in model.requests] == [8192, 64000, 64000, 64000, 64000]
+    # "main-model" is not in the table: its maximum output is the unknown model's 32,000
+    assert [r.max_tokens for r in model.requests] == [8192, 32000, 32000, 32000, 32000]
     assert run.of(Tombstone) == [Tombstone(0, "the output limit was raised and the answer is "
                                               "being written again")]
     assert model.requests[2].messages[-1].content[-1] == TextBlock(OUTPUT_LIMIT_NUDGE)
@@ -86,6 +86,7 @@ async def test_a_failed_call_keeps_its_blocks_and_answers_their_tool_calls(tmp_p
     assert run.terminal.reason is TerminalReason.MODEL_ERROR
     assistant, results = run.terminal.messages[-2:]
     assert assistant.content == (ToolUseBlock("t1", "Bash", {"command": "make"}),)
-    assert results.content == (ToolResultBlock("t1", MODEL_FAILED_RESULT, True),)
+    assert results.content == (ToolResultBlock(
+        "t1", "This tool call did not run: the model's response failed.", True),)
     assert [(f.status, f.summary) for f in run.of(ToolCallFinished)] == [
-        ("cancelled", "not run: the model call failed")]
+        ("cancelled", "not run: the model's response failed")]

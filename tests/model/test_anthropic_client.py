@@ -12,7 +12,8 @@ from heddle.core.events import Retry
 from heddle.core.messages import TextBlock, ToolUseBlock, user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
-from heddle.core.stream import BlockDone, ModelError, ModelRequest, StreamEnd, TextChunk
+from heddle.core.stream import (BlockDone, ModelError, ModelRequest, Restart, StreamEnd,
+                                TextChunk)
 from heddle.model.retry import RetryPolicy, parse_retry_after
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
@@ -50,7 +51,7 @@ async def test_retryable_status_then_success(scripted, status, code):
     scripted.add_scenario("s", {"steps": [{"fault": {"status": status, "times": 2}}, HELLO]})
     events = await collect(model(scripted), "s")
     retries = [e for e in events if isinstance(e, Retry)]
-    assert [r.attempt for r in retries] == [1, 2]
+    assert [r.attempt for r in retries] == [2, 3]  # the number of the request about to be made
     assert all(r.error.code == code and r.error.status == status for r in retries)
     assert events[-1].usage.model_calls == 3
     assert len(scripted.requests_for("s")) == 3
@@ -107,17 +108,17 @@ async def test_non_retryable_errors(scripted, fault, code):
     assert len(scripted.requests_for("s")) == 1
 
 
-async def test_error_event_mid_stream_after_content_is_not_retried(scripted):
+async def test_error_event_mid_stream_after_content_restarts_the_call(scripted):
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
          "fault": {"errorEvent": "overloaded_error", "afterEvents": 4}}, HELLO]})
-    seen = []
-    with pytest.raises(ModelError) as err:
-        async for ev in model(scripted).stream(ModelRequest("s", "", (user_text("x"),))):
-            seen.append(ev)
-    assert err.value.info.code == "overloaded"
-    assert any(isinstance(e, TextChunk) for e in seen)
-    assert len(scripted.requests_for("s")) == 1
+    seen = [ev async for ev in model(scripted).stream(ModelRequest("s", "", (user_text("x"),)))]
+    kinds = [type(e).__name__ for e in seen]
+    restart = kinds.index("Restart")
+    assert any(isinstance(e, TextChunk) for e in seen[:restart])
+    assert kinds[restart + 1] == "Retry" and seen[restart].error.code == "overloaded"
+    assert "".join(e.text for e in seen[restart:] if isinstance(e, TextChunk)) == "Hello there."
+    assert len(scripted.requests_for("s")) == 2
 
 
 async def test_error_event_before_content_is_retried(scripted):
@@ -126,26 +127,33 @@ async def test_error_event_before_content_is_retried(scripted):
          "fault": {"errorEvent": "overloaded_error", "afterEvents": 1}}, HELLO]})
     events = await collect(model(scripted), "s")
     assert [e.error.code for e in events if isinstance(e, Retry)] == ["overloaded"]
+    assert not any(isinstance(e, Restart) for e in events)  # nothing was passed on
     assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "Hello there."
 
 
 async def test_dropped_connection_mid_stream(scripted):
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
-         "fault": {"drop": True, "afterEvents": 5}}]})
+         "fault": {"drop": True, "afterEvents": 5, "times": FAST.max_attempts}}]})
+    seen = []
     with pytest.raises(ModelError) as err:
-        await collect(model(scripted), "s")
+        async for ev in model(scripted).stream(ModelRequest("s", "", (user_text("x"),))):
+            seen.append(ev)
     assert err.value.info.code == "streamInterrupted"
+    assert len([e for e in seen if isinstance(e, Restart)]) == FAST.max_retries
+    assert len(scripted.requests_for("s")) == FAST.max_attempts
 
 
 async def test_stall_hits_read_timeout(scripted):
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "text", "text": "partial answer"}], "chunk": 2,
-         "fault": {"stall": 20, "afterEvents": 4}}]})
+         "fault": {"stall": 20, "afterEvents": 4}}, HELLO]})
     started = time.monotonic()
-    with pytest.raises(ModelError) as err:
-        await collect(model(scripted, read_timeout=0.5), "s")
-    assert err.value.info.code == "timeout"
+    events = await collect(model(scripted, read_timeout=0.5), "s")
+    (restart,) = [e for e in events if isinstance(e, Restart)]
+    assert restart.error.code == "timeout"
+    assert "".join(e.text for e in events[events.index(restart):]
+                   if isinstance(e, TextChunk)) == "Hello there."
     assert time.monotonic() - started < 5
 
 

@@ -18,7 +18,8 @@ from heddle.core.messages import Message, TextBlock, ThinkingBlock, ToolResultBl
 from heddle.core.messages import user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
-from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
+from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
+                                StreamEnd,
                                 TextChunk, ThinkingChunk)
 from heddle.model.retry import RetryPolicy
 from tests.model.rawserver import (RawServer, Reply, Wait, Write, block_start, block_stop, delta,
@@ -131,23 +132,38 @@ async def test_thinking_deltas_are_merged_too():
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
 
-async def test_error_event_after_text_fails_with_the_blocks_done_so_far():
+async def test_error_event_after_text_restarts_the_call():
     events = [message_start(), block_start(0, {"type": "text", "text": ""}),
               text_delta(0, "Done."), block_stop(0),
               block_start(1, {"type": "text", "text": ""}), text_delta(1, "more")]
     body = events_bytes(events, b"\r\n") + sse("error", OVERLOADED, b"\r\n")
-    seen = []
     async with RawServer([Reply([Write(body)]), Reply([Write(events_bytes(text_answer("x")))])]
                          ) as srv:
+        seen = await collect(model(srv.url))
+        assert len(srv.bodies) == 2
+    (restart,) = [i for i, e in enumerate(seen) if isinstance(e, Restart)]
+    info = seen[restart].error
+    assert (info.code, info.message, info.status, info.retryable) == (
+        "overloaded", "Overloaded", None, True)
+    assert text_of(seen[:restart]) == "Done.more"  # what the restart takes back
+    assert isinstance(seen[restart + 1], Retry) and text_of(seen[restart:]) == "x"
+
+
+async def test_error_event_after_text_fails_with_the_blocks_done_so_far():
+    events = [message_start(), block_start(0, {"type": "text", "text": ""}),
+              text_delta(0, "Done."), block_stop(0),
+              block_start(1, {"type": "text", "text": ""}), text_delta(1, "more")]
+    failing = events_bytes(events, b"\r\n") + sse("error", OVERLOADED, b"\r\n")
+    async with RawServer([Reply([Write(failing)]) for _ in range(FAST.max_attempts)]) as srv:
+        seen = []
         with pytest.raises(ModelError) as err:
             async for ev in model(srv.url).stream(REQUEST):
                 seen.append(ev)
-        assert len(srv.bodies) == 1  # text was passed on: not retried
-    info = err.value.info
-    assert (info.code, info.message, info.status, info.retryable) == (
-        "overloaded", "Overloaded", None, True)
-    assert err.value.partial == (TextBlock("Done."),)
-    assert text_of(seen) == "Done.more"
+        assert len(srv.bodies) == FAST.max_attempts  # bounded: then it fails
+    assert [e.attempt for e in seen if isinstance(e, Retry)] == [2, 3, 4]
+    assert len([e for e in seen if isinstance(e, Restart)]) == 3
+    assert err.value.info.code == "overloaded"
+    assert err.value.partial == (TextBlock("Done."),)  # of the last attempt
 
 
 async def test_error_event_that_is_not_json_before_any_content_is_retried():
@@ -169,17 +185,18 @@ async def test_a_body_that_stops_short_before_content_is_retried():
     assert text_of(events) == "again"
 
 
-async def test_a_body_that_stops_short_after_content_fails():
+async def test_a_body_that_stops_short_after_content_restarts_the_call():
     events = text_answer("kept")
     body = events_bytes(events[:4])  # the text block is done; no message_stop follows
     async with RawServer([Reply([Write(body)], chunked=False),
                           Reply([Write(events_bytes(text_answer("x")))])]) as srv:
-        with pytest.raises(ModelError) as err:
-            await collect(model(srv.url))
-        assert len(srv.bodies) == 1
-    assert err.value.info.code == "streamInterrupted"
-    assert "no message_stop" in err.value.info.message
-    assert err.value.partial == (TextBlock("kept"),)
+        seen = await collect(model(srv.url))
+        assert len(srv.bodies) == 2
+    (restart,) = [e for e in seen if isinstance(e, Restart)]
+    assert restart.error.code == "streamInterrupted"
+    assert "no message_stop" in restart.error.message
+    assert [e.block for e in seen if isinstance(e, BlockDone)] == [TextBlock("kept"),
+                                                                    TextBlock("x")]
 
 
 async def test_a_long_stream_keeps_every_character(scripted):

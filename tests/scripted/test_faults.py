@@ -175,3 +175,28 @@ async def test_stall_without_stream_is_a_timeout(server: ScriptedServer, client)
         await client.with_options(timeout=httpx2.Timeout(5, read=0.3)).messages.create(
             model="s", max_tokens=100, messages=user("hi"))
     assert server.requests[0].status == 0
+
+
+async def test_end_early_mid_stream_ends_the_body_without_message_stop(server: ScriptedServer,
+                                                                        client):
+    server.add_scenario("s", {"steps": [
+        {**text_step("partial answer"), "chunk": 4, "fault": {"endEarly": True, "afterEvents": 4}},
+        {**text_step("x"), "fault": {"endEarly": True, "afterEvents": 99}},
+        text_step("next")]})
+    for expected in (["message_start", "content_block_start", "content_block_delta"],
+                     ["message_start", "content_block_start", "content_block_delta",
+                      "content_block_stop", "message_delta"]):
+        stream = await client.messages.create(model="s", max_tokens=100, messages=user("hi"),
+                                              stream=True)
+        seen = [ev.type async for ev in stream]  # the body ends cleanly: the SDK raises nothing
+        assert seen == expected  # afterEvents past the end still leaves out message_stop
+    # The response ended properly: the kept-alive connection serves the next step.
+    message = await client.messages.create(model="s", max_tokens=100, messages=user("hi"))
+    assert message.content[0].text == "next"
+    assert [r.status for r in server.requests_for("s")] == [200, 200, 200]
+
+
+async def test_end_early_without_stream_closes_the_connection(server: ScriptedServer, client):
+    server.add_scenario("s", {"steps": [{**text_step("x"), "fault": {"endEarly": True}}]})
+    with pytest.raises(anthropic.APIConnectionError):
+        await client.messages.create(model="s", max_tokens=100, messages=user("hi"))

@@ -7,7 +7,7 @@ import pytest
 from heddle.context.compactor import CompactResult
 from heddle.context.pipeline import (CLEARED, CircuitBreaker, PipelineSettings, microcompact,
                                      prepare, rounds, snip, tokens_of)
-from heddle.context.windows import Limits, estimate_tokens, limits_for
+from heddle.context.windows import Limits, estimate_tokens
 from heddle.core.messages import (Message, ThinkingBlock, ToolResultBlock, ToolUseBlock,
                                   missing_tool_results, user_text)
 
@@ -35,8 +35,6 @@ def test_thresholds_follow_the_window():
     assert limits.auto_compact_at == 167_000
     assert limits.blocking_at == 177_000
     assert Limits(200_000, 8_192).effective == 191_808
-    assert limits_for("claude-sonnet-4-5") == Limits(200_000, 64_000)
-    assert limits_for("my-local-model") == Limits(200_000, 32_000)
 
 
 def test_estimate_is_high():

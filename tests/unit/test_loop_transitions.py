@@ -10,7 +10,7 @@ from heddle.core.events import ErrorInfo, TerminalReason, Usage
 from heddle.core.messages import Message, TextBlock, user_text
 from heddle.loop import state as t
 from heddle.loop.budget import BudgetTracker
-from heddle.loop.ladder import blocked, guard, output_limit_rung, too_long_rungs
+from heddle.loop.ladder import blocked, guard, max_tokens, output_limit_rung, too_long_rungs
 from heddle.loop.params import LoopConfig
 from heddle.loop.state import ContinueReason, LoopState, Transition
 
@@ -85,11 +85,22 @@ def test_the_prompt_too_long_ladder_climbs_each_rung_once():
 
 def test_the_output_limit_ladder_escalates_once_then_nudges_three_times():
     fresh = LoopState(messages=NEW)
-    assert output_limit_rung(CONFIG, fresh) == "escalate"
-    assert output_limit_rung(dataclasses.replace(CONFIG, max_tokens=64_000), fresh) == "nudge"
-    raised = t.escalate(fresh, 64_000)
+    assert output_limit_rung(CONFIG, fresh, 32_000) == "escalate"
+    assert output_limit_rung(dataclasses.replace(CONFIG, max_tokens=64_000), fresh,
+                             64_000) == "nudge"
+    raised = t.escalate(fresh, 32_000)
+    assert max_tokens(CONFIG, raised, 32_000) == 32_000
     rungs = []
     for _ in range(4):
-        rungs.append(output_limit_rung(CONFIG, raised))
+        rungs.append(output_limit_rung(CONFIG, raised, 32_000))
         raised = t.nudge_on(raised, NEW)
     assert rungs == ["nudge", "nudge", "nudge", "give_up"]
+
+
+def test_max_tokens_never_exceeds_the_models_maximum():
+    fresh = LoopState(messages=NEW)
+    assert max_tokens(CONFIG, fresh, 64_000) == 8192
+    assert max_tokens(CONFIG, fresh, 4096) == 4096  # a model below the configured default
+    assert output_limit_rung(CONFIG, fresh, 4096) == "nudge"  # no room to escalate into
+    # after a switch to a model with a lower maximum, the raised limit is lowered too
+    assert max_tokens(CONFIG, t.escalate(fresh, 64_000), 8192) == 8192

@@ -13,8 +13,9 @@ from heddle.permissions.policy import PermissionPolicy, SettingsWriteError
 from heddle.permissions.store import add_rule, dump, remove_rule
 from heddle.permissions.trust import TrustMismatch, trust_project
 from heddle.rules import Rule
-from heddle.settings import (HookCommand, HookSettings, Settings, load_settings,
-                             project_settings_path, user_settings_path)
+from heddle.model.limits import ModelLimits, model_limits
+from heddle.settings import (HookCommand, HookSettings, ModelLimitSettings, Settings,
+                             load_settings, project_settings_path, user_settings_path)
 
 
 @pytest.fixture
@@ -275,3 +276,34 @@ def test_rules_the_user_saves_keep_a_trusted_file_trusted(env, ws):
     again = load_settings(ws, env)
     assert again.untrusted is None
     assert again.settings.permissions.allow == ["Bash(ls:*)", "Bash(pytest:*)"]
+
+
+def test_model_limits_merge_per_key_and_a_bad_entry_is_dropped_alone(env, ws):
+    write(user_settings_path(env), """
+[models."local-"]
+context_window = 32768
+[models."qwen"]
+max_output_tokens = 4096
+""")
+    write(project_settings_path(ws), """
+[models."local-"]
+max_output_tokens = 2048
+[models."broken"]
+context_window = "big"
+[models."tiny"]
+context_window = 10
+""")
+    loaded = load_settings(ws, env)  # not trusted: model limits widen nothing, so they apply
+    models = loaded.settings.models
+    assert models["local-"] == ModelLimitSettings(max_output_tokens=2048)  # project over user
+    assert models["qwen"] == ModelLimitSettings(max_output_tokens=4096)
+    assert "broken" not in models and "tiny" not in models
+    text = "\n".join(loaded.warnings)
+    assert "models.broken: Expected `int | null`, got `str`" in text
+    assert "models.tiny: Expected `int` >= 1024" in text
+    assert model_limits("local-7b", models) == ModelLimits(200_000, 2048)
+    assert model_limits("qwen-coder", models) == ModelLimits(200_000, 4096)
+    assert model_limits("claude-opus-4-1-20250805") == ModelLimits(200_000, 32_000)
+    assert model_limits("claude-opus-4-5-20251101") == ModelLimits(200_000, 64_000)
+    assert model_limits("claude-3-5-haiku-latest") == ModelLimits(200_000, 8192)
+    assert model_limits("someone-elses-model") == ModelLimits(200_000, 32_000)

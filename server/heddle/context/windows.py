@@ -1,4 +1,5 @@
-"""Context windows and output limits per model, and the thresholds derived from them."""
+"""A model's context window and output limit, and the thresholds derived from them (the
+numbers of each model are in `heddle.model.limits`)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,6 @@ from dataclasses import dataclass
 
 import msgspec
 
-DEFAULT_WINDOW = 200_000
-DEFAULT_MAX_OUTPUT = 32_000
-# Longest matching prefix wins. (context window, maximum output tokens)
-MODELS: dict[str, tuple[int, int]] = {
-    "claude-opus-4": (200_000, 32_000),
-    "claude-sonnet-4": (200_000, 64_000),
-    "claude-haiku-4": (200_000, 64_000),
-    "claude-3-7-sonnet": (200_000, 64_000),
-    "claude-3-5-haiku": (200_000, 8_192),
-}
 OUTPUT_RESERVE_CAP = 20_000
 AUTO_COMPACT_BUFFER = 13_000
 BLOCKING_BUFFER = 3_000
@@ -39,13 +30,6 @@ class Limits:
     @property
     def blocking_at(self) -> int:
         return self.effective - BLOCKING_BUFFER
-
-
-def limits_for(model: str, overrides: dict[str, tuple[int, int]] | None = None) -> Limits:
-    table = {**MODELS, **(overrides or {})}
-    best = max((p for p in table if model.startswith(p)), key=len, default=None)
-    window, max_output = table[best] if best else (DEFAULT_WINDOW, DEFAULT_MAX_OUTPUT)
-    return Limits(window, max_output)
 
 
 def estimate_tokens(value: object) -> int:

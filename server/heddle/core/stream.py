@@ -59,7 +59,14 @@ class StreamEnd(msgspec.Struct, frozen=True):
     `context_management.applied_edits`); 0 without any."""
 
 
-StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Retry, StreamEnd]
+class Restart(msgspec.Struct, frozen=True):
+    """Everything this call streamed so far is void: the response broke off and the request is
+    being made again (a `Retry` follows, then the new response from its start)."""
+
+    error: ErrorInfo
+
+
+StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Restart, Retry, StreamEnd]
 
 
 class ModelError(Exception):
@@ -73,5 +80,6 @@ class ModelError(Exception):
 
 class ModelCaller(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one model response. Raises ModelError; ends with exactly one StreamEnd."""
+        """Stream one model response. Raises ModelError; ends with exactly one StreamEnd; after
+        a `Restart`, what came before it is to be forgotten."""
         ...

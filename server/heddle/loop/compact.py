@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import anyio
 
 from heddle.context.compactor import CompactResult
 from heddle.context.pipeline import CONTINUATION
-from heddle.context.windows import estimate_tokens
+from heddle.context.windows import Limits, estimate_tokens
 from heddle.core.events import Terminal, TerminalReason
 from heddle.core.messages import Message, TextBlock, ToolResultBlock, append_user, to_api, user_text
 from heddle.core.stream import ModelCaller
@@ -80,6 +81,8 @@ class ModelCompactor:
     """Model that writes summaries; None: the session's model."""
     prefix: Prefix | None = None
     """The session's system prompt and tools; None: a summary prompt of its own."""
+    limits_for: Callable[[str], Limits] | None = None
+    """The limits of the model that writes summaries; None: the built-in table's."""
 
     async def __call__(self, messages: tuple[Message, ...], model: str,
                        reason: str) -> CompactResult:
@@ -89,12 +92,14 @@ class ModelCompactor:
         if p is None:
             request = append_user(messages, (TextBlock(SUMMARY_REQUEST),))
             config = LoopConfig(system=SUMMARY_SYSTEM, model=model, source="compact",
-                                max_turns=1, max_tokens=self.max_tokens)
+                                max_turns=1, max_tokens=self.max_tokens,
+                                limits_for=self.limits_for)
             tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
         else:
             request = append_user(messages, (TextBlock(IN_SESSION),))
             config = LoopConfig(system=p.system, model=model, source="compact", max_turns=1,
                                 max_tokens=self.max_tokens, cache_ttl=p.cache_ttl,
+                                limits_for=self.limits_for,
                                 thinking_budget=p.thinking_budget
                                 if (p.thinking_budget or 0) < self.max_tokens else None)
             tools = _OfferedOnly(p.tools)

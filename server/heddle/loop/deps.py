@@ -73,9 +73,12 @@ class ToolBatch(Protocol):
         """One result per call in request order; a call without one gets `missing`."""
         ...
 
-    def discard(self, why: str) -> list[CoreEvent]:
-        """The response is thrown away: calls that have not started never will; returns a
-        `ToolCallFinished` for each of them, and for a call whose input was still streaming."""
+    def discard(self, why: str, running: bool = False, finished: bool = False
+                ) -> list[CoreEvent]:
+        """The response is thrown away: calls that have not started never will (nor a call
+        whose input was still streaming); with `running`, started read-only calls are stopped;
+        with `finished`, the finished ones are dropped too. Returns a `ToolCallFinished`,
+        `cancelled`, for each call ended so."""
         ...
 
 

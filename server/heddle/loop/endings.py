@@ -14,8 +14,7 @@ from heddle.loop.deps import ToolBatch
 INTERRUPTED = "[The user interrupted the turn here.]"
 CANCELLED_RESULT = ("The user cancelled the turn before this tool call finished; "
                     "its effect is unknown.")
-MODEL_FAILED_RESULT = ("The model's response failed while this tool call was pending; "
-                       "it did not run, or its result was discarded.")
+MODEL_FAILED = "the model's response failed"
 
 
 def sanitize(blocks: list[Block]) -> tuple[Block, ...]:
@@ -81,14 +80,16 @@ def _closed(events: list[CoreEvent], messages: tuple[Message, ...], content: tup
 
 def close_failed(messages: tuple[Message, ...], blocks: list[Block],
                  batch: ToolBatch) -> tuple[list[CoreEvent], tuple[Message, ...]]:
-    """Keep the completed blocks of a failed response, with a result for each tool call."""
-    events = batch.discard("the model call failed")
+    """Keep what a failed response showed (its text up to where it broke off too), with a
+    result for each tool call: the finished ones' own, the others' saying they did not run or
+    were discarded, as the editor is told."""
+    events = batch.discard(MODEL_FAILED, running=True)
     content = sanitize(blocks)
     if content:
         assistant = Message("assistant", content)
         messages += (assistant,)
         events.append(MessageFinal(assistant))
-        results = batch.results(MODEL_FAILED_RESULT)
+        results = batch.results(CANCELLED_RESULT)  # every call has its result by now
         if results:
             messages = append_user(messages, results)
             events.append(MessageFinal(Message("user", results)))

@@ -48,6 +48,8 @@ class _Call:
     failed: bool = False
     """The command failed (non-zero exit, a signal): shown as an error, although the model's
     result is not marked as one (it reads the exit status in the text)."""
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled when the call's result is discarded while it runs."""
 
     @property
     def safe(self) -> bool:
@@ -71,6 +73,8 @@ class ToolExecutor:
     """Set when a tool hook asked to end the turn after this batch (`{"continue": false}`)."""
     streaming: tuple[str, str] | None = None
     """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
+    _asking: set[str] = field(default_factory=set)
+    """Ids of the calls whose permission prompt is open."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -113,14 +117,35 @@ class ToolExecutor:
         except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
             return block.name
 
-    def discard(self, why: str) -> list[CoreEvent]:
-        """Queued calls never run (started read-only ones finish on their own and their results
-        are ignored), and a call whose input was still streaming is finished too, so every
-        `ToolCallStarted` gets its `ToolCallFinished`."""
+    def discard(self, why: str, running: bool = False, finished: bool = False
+                ) -> list[CoreEvent]:
+        """End the calls whose results the model will not get, `cancelled`, saying `why`, so
+        that what the editor is told of each call is what the model is told.
+
+        Queued calls never run, and a call whose input was still streaming never starts (so
+        every `ToolCallStarted` gets its `ToolCallFinished`). With `running`, a started
+        read-only call is stopped and its result discarded (else it finishes on its own: a
+        cancelled turn stops it). With `finished` the whole response is dropped (the model will
+        never see these calls), and a call that had finished is reported again, `cancelled`.
+        The calls kept in the conversation get a tool_result that says what happened."""
         self._queued.clear()
-        events: list[CoreEvent] = [
-            ToolCallFinished(c.block.id, c.block.name, "cancelled", f"not run: {why}")
-            for c in self.calls if not c.started and c.result is None]
+        events: list[CoreEvent] = []
+        for c in self.calls:
+            if c.result is not None and not finished or c.started and not running:
+                continue
+            if not c.started:
+                summary, text = f"not run: {why}", f"This tool call did not run: {why}."
+            else:
+                c.scope.cancel()  # a read-only call: stopping it changes nothing
+                if c.block.id in self._asking:  # its prompt is answered first, as always
+                    self._asking.remove(c.block.id)
+                    events.append(PermissionAnswered(c.block.id, "cancelled",
+                                                     reason=f"the call was discarded: {why}"))
+                summary = f"discarded: {why}"
+                text = f"This tool call's result was discarded: {why}."
+            c.result = ToolResultBlock(c.block.id, text, True)
+            events.append(ToolCallFinished(c.block.id, c.block.name, "cancelled", summary,
+                                           result=None if finished else c.result))
         if self.streaming is not None:
             events.append(ToolCallFinished(*self.streaming, "cancelled", f"not run: {why}"))
             self.streaming = None
@@ -146,7 +171,9 @@ class ToolExecutor:
     async def _run(self, call: _Call) -> None:
         CURRENT_CALL.set(call.block.id)  # this task's context only
         try:
-            status, content, summary, diff = await self._execute(call)
+            with call.scope:  # `discard` cancels it, and has reported the call already
+                status, content, summary, diff = await self._execute(call)
+                self._finish(call, status, content, summary, diff)
         except anyio.get_cancelled_exc_class():
             self._finish(call, "cancelled", "The tool call was cancelled by the user before "
                          "it finished; its effect is unknown.", "cancelled")
@@ -155,8 +182,6 @@ class ToolExecutor:
             log.exception("tool %s failed", call.block.name)
             self._finish(call, "error", f"{call.block.name} failed: {type(exc).__name__}: {exc}",
                          f"failed: {exc}")
-        else:
-            self._finish(call, status, content, summary, diff)
         finally:
             self._running -= 1
             if self._running == 0:
@@ -164,6 +189,8 @@ class ToolExecutor:
 
     def _finish(self, call: _Call, status: str, content: str, summary: str,
                 diff: str | None = None) -> None:
+        if call.result is not None:  # discarded while it ran: reported then
+            return
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
@@ -254,15 +281,19 @@ class ToolExecutor:
             preview = await tool.preview(inp, self.ctx)
             title = tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else "")
             self.ctx.emit(PermissionAsked(block.id, title, preview))
+            self._asking.add(block.id)
             try:
                 answer = await self.asker(PermissionPrompt(
                     block.id, tool.name, msgspec.to_builtins(inp), title, preview, ask.rule))
             except anyio.get_cancelled_exc_class():
                 # the turn ends with the prompt open: it still gets its answer, before the
-                # call's toolCallFinished
-                self.ctx.emit(PermissionAnswered(block.id, "cancelled",
-                                                 reason="the turn was cancelled"))
+                # call's toolCallFinished (`discard` has given it one already)
+                if block.id in self._asking:
+                    self.ctx.emit(PermissionAnswered(block.id, "cancelled",
+                                                     reason="the turn was cancelled"))
                 raise
+            finally:
+                self._asking.discard(block.id)
             saved = scope = note = None
             if answer.decision == "allowAlways" and not ask.rule:
                 note = f"allowed once: no rule is kept for this call ({ask.note})"

@@ -2,7 +2,8 @@
 model call, and which rung of the recovery ladder a failed or cut-off call climbs next.
 
     prompt too long   collapse the older rounds (once) → compact it all (once) → fail
-    output limit      ask again with a higher limit (once) → nudge it on (3 times) → stop
+    output limit      ask again with the model's maximum (once, if that is higher) → nudge it on
+                      (3 times) → stop
 """
 
 from __future__ import annotations
@@ -69,9 +70,15 @@ def too_long_rungs(state: LoopState, error: ErrorInfo,
     return rungs
 
 
-def output_limit_rung(config: LoopConfig, state: LoopState) -> OutputLimitRung:
-    """After an answer cut off by the output limit."""
-    if state.max_output_tokens_override is None and config.escalated_max_tokens > config.max_tokens:
+def max_tokens(config: LoopConfig, state: LoopState, cap: int) -> int:
+    """The `max_tokens` of the next call: the configured one, or the raised one after an
+    escalation, and never above `cap`, the model's maximum output."""
+    return min(state.max_output_tokens_override or config.max_tokens, cap)
+
+
+def output_limit_rung(config: LoopConfig, state: LoopState, cap: int) -> OutputLimitRung:
+    """After an answer cut off by the output limit; `cap` is the model's maximum output."""
+    if state.max_output_tokens_override is None and cap > max_tokens(config, state, cap):
         return "escalate"
     if state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
         return "nudge"

@@ -1,5 +1,10 @@
-"""One model call of an iteration, streamed: safe tools start as their blocks complete, and an
-overloaded model falls back once.
+"""One model call of an iteration, streamed: safe tools start as their blocks complete, a
+response that broke off is dropped and streamed again, and an overloaded model falls back once.
+
+A response that broke off after some of it was shown (the model caller's `Restart`) is
+dropped whole: its tool calls end `cancelled` (a read-only one that had started is stopped, and
+one that had finished is reported again, since the model never sees its result), its output
+is tombstoned, and the new response is a model call of its own index.
 
 `call_model` yields the call's events and last `Onward` with the state after the call and the
 `Call`, which the rest of the iteration reads. A cancel while streaming is not an error here:
@@ -18,11 +23,14 @@ from heddle.context.pipeline import server_clearing
 from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retry, TextDelta,
                                 ThinkingDelta, Tombstone, ToolCallInput, ToolCallStarted, Usage)
 from heddle.core.messages import Message, ToolUseBlock, strip_thinking
-from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, StreamEnd,
-                                TextChunk, ThinkingChunk)
+from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
+                                StreamEnd, TextChunk, ThinkingChunk)
 from heddle.loop.deps import ToolBatch
+from heddle.loop.ladder import max_tokens
 from heddle.loop.outcomes import Call, Onward, Query, Response
 from heddle.loop.state import LoopState
+
+BROKE_OFF = "the model's response broke off and is being written again"
 
 
 async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]:
@@ -33,13 +41,21 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         response = Response()
         yield ModelCallStarted(index, model)
         request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
-                               state.max_output_tokens_override or q.config.max_tokens,
+                               max_tokens(q.config, state, q.output_cap(model)),
                                q.config.thinking_budget, q.config.cache_ttl,
                                server_clearing(messages, q.limits, q.config.pipeline))
         index += 1
         try:
             async with aclosing(q.deps.model.stream(request)) as stream:
                 async for ev in stream:
+                    if isinstance(ev, Restart):
+                        for out in _dropped(batch, index - 1, ev):
+                            yield out
+                        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
+                        response = Response()
+                        yield ModelCallStarted(index, model)
+                        index += 1
+                        continue
                     for out in _on_stream_event(ev, response, batch):
                         yield out
                     if q.run.outlet is not None and q.run.outlet.behind:
@@ -49,7 +65,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         except ModelError as err:
             fallback = q.config.fallback_model
             if err.info.code == "overloaded" and fallback and model != fallback:
-                for ev in batch.discard("the model was switched"):
+                for ev in batch.discard("the model was switched", running=True, finished=True):
                     yield ev
                 yield Tombstone(index - 1, f"{model} is overloaded; switching to {fallback}")
                 yield ModelFallback(model, fallback, err.info)
@@ -69,6 +85,14 @@ def called(state: LoopState, model: str, messages: tuple[Message, ...], calls: i
     if model != state.model:
         state = replace(state, model=model, messages=messages)
     return replace(state, calls=calls, usage=state.usage + usage)
+
+
+def _dropped(batch: ToolBatch, index: int, restart: Restart) -> list[CoreEvent]:
+    """The response of model call `index` broke off and is requested again: its tool calls
+    end `cancelled`, then its output is tombstoned."""
+    return batch.discard(BROKE_OFF, running=True, finished=True) + [Tombstone(
+        index, f"the model's response broke off ({restart.error.message}); it is being "
+        "written again")]
 
 
 def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent]:

@@ -9,6 +9,7 @@ why), `Stop` ends the query with a Terminal.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from heddle.context.windows import Limits
 from heddle.core.events import ErrorInfo, TerminalReason, Usage
@@ -28,8 +29,15 @@ class Query:
     deps: LoopDeps
     run: LoopRuntime
     limits: Limits
+    """Of the configured model: for the context pipeline and the meter."""
     tool_schemas: tuple[dict, ...]
     background: Background
+    limits_of: Callable[[str], Limits]
+    """Of any model: the output limit of the one a call goes to."""
+
+    def output_cap(self, model: str) -> int:
+        """The highest `max_tokens` a call to `model` may ask for."""
+        return self.limits_of(model).max_output
 
 
 class Response:

@@ -13,8 +13,6 @@ from heddle.context.windows import Limits
 from heddle.core.events import CoreEvent
 from heddle.core.messages import Block
 
-ESCALATED_MAX_TOKENS = 64_000
-
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -26,7 +24,8 @@ class LoopConfig:
     """`editor`, `agent:<name>` for sub-agents, `compact` for compaction."""
     max_turns: int = 100
     max_tokens: int = 8192
-    escalated_max_tokens: int = ESCALATED_MAX_TOKENS
+    """`max_tokens` of each call, or the model's maximum output where that is lower; an answer
+    cut off by it is asked again once with the model's maximum."""
     fallback_model: str | None = None
     token_budget: int | None = None
     """Keep working until this many output tokens (a `+500k` request); None: off."""
@@ -36,7 +35,10 @@ class LoopConfig:
     summary_model: str | None = None
     """Cheap model that labels each tool batch in the background; None: off."""
     limits: Limits | None = None
-    """None: the model's own (`limits_for`)."""
+    """Of `model`; None: `limits_for(model)`."""
+    limits_for: Callable[[str], Limits] | None = None
+    """The limits of any model the query may call (a fallback model too); None: the built-in
+    table's (`heddle.model.limits`)."""
     pipeline: PipelineSettings = PipelineSettings()
     cache_ttl: str | None = None
     """Prompt-cache breakpoints with this lifetime (`5m`, `1h`); None: no `cache_control`."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import AsyncIterator, Callable
 
-from heddle.context.windows import limits_for
+from heddle.context.windows import Limits
 from heddle.core.events import CoreEvent, ErrorReport, Terminal
 from heddle.core.messages import Message
 from heddle.loop.deps import LoopDeps
@@ -25,6 +25,7 @@ from heddle.loop.state import LoopState
 from heddle.loop.steps import (answer, finish, guards, output_limit, prepare_context, recover,
                                run_tools)
 from heddle.loop.summaries import Background
+from heddle.model.limits import model_limits
 
 STEPS = (guards, prepare_context, call_model, recover, output_limit, answer, finish,
          run_tools)
@@ -34,14 +35,21 @@ async def query(messages: tuple[Message, ...], config: LoopConfig, deps: LoopDep
                 run: LoopRuntime) -> AsyncIterator[CoreEvent]:
     """Run the loop on `messages` until it ends; the last item is the Terminal."""
     background = Background(run.task_group)
-    q = Query(config, deps, run, config.limits or limits_for(config.model),
-              deps.tools.schemas(), background)
+    limits_of = config.limits_for or table_limits
+    q = Query(config, deps, run, config.limits or limits_of(config.model),
+              deps.tools.schemas(), background, limits_of)
     try:
         async with aclosing(_loop(q, LoopState(messages=messages, model=config.model))) as loop:
             async for ev in loop:
                 yield ev
     finally:
         background.close()
+
+
+def table_limits(model: str) -> Limits:
+    """The built-in table's limits of `model`."""
+    found = model_limits(model)
+    return Limits(found.context_window, found.max_output)
 
 
 async def _loop(q: Query, state: LoopState) -> AsyncIterator[CoreEvent]:

@@ -91,7 +91,8 @@ async def recover(q: Query, now: Onward) -> Step:
                          else transitions.compact_retry)
                 yield Again(retry(state, found[0]))
                 return
-        events, messages = endings.close_failed(state.messages, response.blocks, call.batch)
+        events, messages = endings.close_failed(state.messages, response.with_partial(),
+                                                call.batch)
         for ev in events:
             yield ev
         reason = (TerminalReason.PROMPT_TOO_LONG if call.error.code == "promptTooLong"
@@ -112,13 +113,14 @@ async def output_limit(q: Query, now: Onward) -> Step:
     if response.stop_reason != "max_tokens":
         yield Onward(state, call)
         return
-    for ev in call.batch.discard("cut off by the output limit"):
+    for ev in call.batch.discard("cut off by the output limit", running=True, finished=True):
         yield ev
-    rung = output_limit_rung(q.config, state)
+    cap = q.output_cap(state.model)
+    rung = output_limit_rung(q.config, state, cap)
     if rung == "escalate":
         yield Tombstone(state.calls - 1, "the output limit was raised and the answer is being "
                         "written again")
-        yield Again(transitions.escalate(state, q.config.escalated_max_tokens))
+        yield Again(transitions.escalate(state, cap))
         return
     kept = endings.assistant_text_only(response.blocks)
     messages = state.messages + ((kept,) if kept else ())

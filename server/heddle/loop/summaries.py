@@ -11,7 +11,7 @@ import msgspec
 
 from heddle.core.events import CoreEvent, ToolSummary
 from heddle.core.messages import ToolResultBlock, ToolUseBlock, user_text
-from heddle.core.stream import ModelCaller, ModelError, ModelRequest, TextChunk
+from heddle.core.stream import ModelCaller, ModelError, ModelRequest, Restart, TextChunk
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,8 @@ async def summarize_tools(model: ModelCaller, summary_model: str, calls: list[To
         async for ev in model.stream(request):
             if isinstance(ev, TextChunk):
                 parts.append(ev.text)
+            elif isinstance(ev, Restart):  # the text so far broke off: it is written again
+                parts.clear()
     except ModelError as exc:
         log.info("tool summary skipped: %s", exc.info.message)
         return

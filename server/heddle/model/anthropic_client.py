@@ -6,7 +6,8 @@ The SDK sends the request (auth, base URL, version headers, timeouts) and raises
 answer is read as bytes (`reader`) and decoded here (`sse`), not into the SDK's event objects.
 
 SDK retries are off; `RetryPolicy` decides, and each retry is reported as a `Retry` event.
-A call is retried only while nothing of its response has been passed on.
+A call whose response broke off after some of it was passed on is retried too: a `Restart`
+first says that what was passed on is void.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import msgspec
 
 from heddle.core.events import ErrorInfo, Retry
 from heddle.core.messages import Block, ToolUseBlock
-from heddle.core.stream import ModelError, ModelRequest, StreamEvent
+from heddle.core.stream import ModelError, ModelRequest, Restart, StreamEvent
 from heddle.envvars import number
 from heddle.model import caching
 from heddle.model.errors import classify
@@ -153,12 +154,15 @@ class AnthropicModel:
                 retry_after = parse_retry_after(getattr(getattr(exc, "response", None),
                                                         "headers", None))
                 delay = None
-                if info.retryable and not committed:
+                if info.retryable:
                     delay = self.policy.delay(attempt + 1, retry_after, self.rand)
                 if delay is None:
                     raise ModelError(info, tuple(done)) from exc
                 attempt += 1
-                yield Retry(attempt, self.policy.max_retries, int(delay * 1000), info)
+                if committed:
+                    yield Restart(info)
+                # `attempt + 1`: the number of the request about to be made, the first one 1
+                yield Retry(attempt + 1, self.policy.max_attempts, int(delay * 1000), info)
                 await anyio.sleep(delay)
 
     async def _one_attempt(self, client, request: ModelRequest, calls: int,

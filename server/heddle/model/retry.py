@@ -9,10 +9,15 @@ import msgspec
 
 class RetryPolicy(msgspec.Struct, frozen=True):
     max_retries: int = 4
+    """Requests after the first: one model call makes at most `max_attempts` requests."""
     base_delay: float = 0.5
     max_delay: float = 16.0
     max_retry_after: float = 60.0
     """A server's `retry-after` longer than this is not waited out: the call fails instead."""
+
+    @property
+    def max_attempts(self) -> int:
+        return self.max_retries + 1
 
     def delay(self, attempt: int, retry_after: float | None, rand: random.Random) -> float | None:
         """Seconds before retry number `attempt` (1-based), or None when not to retry."""

@@ -37,7 +37,8 @@ def register(server: Daemon) -> None:
         """The daemon's defaults for a session's options, the settings' fallback model after
         `HEDDLE_FALLBACK_MODEL`."""
         return replace(server.session_options(), fallback_model=server.fallback_model
-                       or settings.settings.fallback_model)
+                       or settings.settings.fallback_model,
+                       model_limits=settings.settings.models or None)
 
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
         settings = settings_for(server, p.workspace)

@@ -22,10 +22,11 @@ from pygls.lsp.server import LanguageServer
 
 import heddle
 from heddle import secret_env
-from heddle.context.windows import Limits, limits_for
+from heddle.context.windows import Limits
 from heddle.core.stream import ModelCaller
 from heddle.envvars import number
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.model.limits import model_limits
 from heddle.processes.reaper import REAPER
 from heddle.rpc import documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
@@ -73,7 +74,8 @@ class HeddleServer(LanguageServer):
             log.warning("%s", problem)
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=self.tools, new_id=lambda: uuid.uuid4().hex,
-            limits_for=lambda model: _limits(model, window), cache=cache)
+            limits_for=lambda model, overrides: _limits(model, overrides, window),
+            cache=cache)
         self._stop = asyncio.Event()
         self.exit_code = 0
         self.stopping = False
@@ -209,6 +211,8 @@ class HeddleServer(LanguageServer):
         return self.exit_code
 
 
-def _limits(model: str, window_override: int) -> Limits:
-    limits = limits_for(model)
-    return Limits(window_override, limits.max_output) if window_override else limits
+def _limits(model: str, overrides, window_override: int) -> Limits:
+    """The table's limits of `model` with the settings' in their place, and the window of
+    `HEDDLE_CONTEXT_WINDOW` over both."""
+    found = model_limits(model, overrides)
+    return Limits(window_override or found.context_window, found.max_output)

@@ -131,11 +131,15 @@ async def send_step(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     body = ChunkedResponse(writer)
     await body.start(200, [("content-type", "text/event-stream"), ("cache-control", "no-cache"),
                            *_common(reply.request_id, keep_alive)])
-    fire_at = min(fault.after_events, len(events)) if fault else -1
+    # endEarly always leaves something out: at least the final message_stop
+    last = len(events) - 1 if fault and fault.end_early else len(events)
+    fire_at = min(fault.after_events, last) if fault else -1
     delay = reply.step.delay_ms / 1000
     for i in range(len(events) + 1):
         if i == fire_at:
             assert fault is not None
+            if fault.end_early:
+                break
             if fault.error_event is None:
                 await _cut(reader, writer, fault)
                 return False

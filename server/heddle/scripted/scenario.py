@@ -82,7 +82,8 @@ Block = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock
 
 
 class Fault(_Spec):
-    """One way a response goes wrong. Exactly one of status/error_event/drop/stall is set."""
+    """One way a response goes wrong. Exactly one of status/error_event/drop/stall/end_early
+    is set."""
 
     status: int | None = None
     retry_after: float | None = None
@@ -94,6 +95,8 @@ class Fault(_Spec):
     error_event: str | None = None
     drop: bool = False
     stall: float | None = None
+    # The body ends properly, but early: what follows (message_stop at least) is never sent.
+    end_early: bool = False
     # Mid-stream faults fire after this many SSE events (ping included) have been sent.
     after_events: int = 0
     # How many requests this step answers before the cursor moves on.
@@ -101,9 +104,10 @@ class Fault(_Spec):
 
     def __post_init__(self) -> None:
         kinds = [self.status is not None, self.error_event is not None, self.drop,
-                 self.stall is not None]
+                 self.stall is not None, self.end_early]
         if sum(kinds) != 1:
-            raise ValueError("a fault needs exactly one of status, errorEvent, drop, stall")
+            raise ValueError("a fault needs exactly one of status, errorEvent, drop, stall, "
+                             "endEarly")
         if self.status is not None and not 400 <= self.status <= 599:
             raise ValueError(f"fault status {self.status} is not an HTTP error status")
         if self.times < 1:

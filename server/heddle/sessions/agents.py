@@ -42,7 +42,8 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
         sub = LoopConfig(system=AGENT_SYSTEM.format(workspace=toolbox.ctx.workspace),
                          model=config.model, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
                          max_tokens=config.max_tokens, limits=config.limits,
-                         pipeline=config.pipeline, cache_ttl=config.cache_ttl)
+                         pipeline=config.pipeline, cache_ttl=config.cache_ttl,
+                         limits_for=config.limits_for)
         seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
                                              toolbox.permission_lock),
                          deps.permissions, compactor=deps.compactor, new_id=deps.new_id)

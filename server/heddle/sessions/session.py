@@ -16,6 +16,7 @@ import anyio
 from heddle.core.messages import Message
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
+from heddle.settings import ModelLimitSettings
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptWriter, read)
 from heddle.settings import CacheSettings
@@ -66,6 +67,9 @@ class SessionOptions:
     thinking_budget: int | None = None
     summary_model: str | None = None
     compact_model: str | None = None
+    model_limits: dict[str, ModelLimitSettings] | None = None
+    """The settings' `[models]` limits (not kept in the transcript: a loaded session reads the
+    settings again)."""
 
     def over(self, defaults: SessionOptions) -> SessionOptions:
         """These options, with `defaults` where one is not set."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, Literal, Mapping
 
 import anyio
 
@@ -41,7 +41,7 @@ from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionE
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
 from heddle.tools.base import schema_of
-from heddle.settings import CacheSettings
+from heddle.settings import CacheSettings, ModelLimitSettings
 
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
@@ -56,7 +56,8 @@ class TurnDeps:
     tools: dict[str, Tool]
     new_id: Callable[[], str]
     max_tokens: int = 8192
-    limits_for: Callable[[str], Limits] | None = None
+    limits_for: Callable[[str, Mapping[str, ModelLimitSettings]], Limits] | None = None
+    """A model's limits, given the settings' `[models]` entries; None: the built-in table's."""
     cache: CacheSettings = CacheSettings(prompt_cache=True, ttl="5m", context_editing=False)
     """The daemon's prompt-cache defaults (a session's settings files may override them)."""
 
@@ -175,6 +176,7 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
     """What a turn's query runs with: the session's model and options, the request's limits."""
     cache = session.cache.over(deps.cache)
     ttl = cache.ttl or "5m"
+    limits_for = session_limits(session, deps)
     return LoopConfig(
         system=system_prompt(session.workspace, session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
@@ -182,11 +184,19 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         token_budget=request.token_budget or parse_budget(request.prompt),
         task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
         summary_model=session.options.summary_model,
-        limits=deps.limits_for(session.model) if deps.limits_for else None,
+        limits=limits_for(session.model) if limits_for else None, limits_for=limits_for,
         cache_ttl=ttl if cache.prompt_cache else None,
         cache_cold=bool(cache.prompt_cache) and cache_expired(session.last_call_at,
                                                              time.monotonic(), ttl),
         pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
+
+
+def session_limits(session: Session, deps: TurnDeps) -> Callable[[str], Limits] | None:
+    """Any model's limits as this session's settings describe them; None: the table's."""
+    if deps.limits_for is None:
+        return None
+    found, overrides = deps.limits_for, session.options.model_limits or {}
+    return lambda model: found(model, overrides)
 
 
 def cache_expired(last_call_at: float | None, now: float, ttl: str) -> bool:
@@ -220,7 +230,7 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
                         session.options.thinking_budget)
         session.compactor = CircuitBreaker(ModelCompactor(
             deps.model_for(session.model), compact_model=session.options.compact_model,
-            prefix=prefix))
+            prefix=prefix, limits_for=session_limits(session, deps)))
     return session.compactor
 
 

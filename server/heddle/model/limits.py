@@ -1,0 +1,74 @@
+"""The context window and the maximum output tokens of each model family: the one table the
+daemon uses, and how the settings override it.
+
+A model id matches the longest family prefix in the table (`claude-opus-4-1-20250805` is
+`claude-opus-4-1`; an unknown `claude-opus-4-9` falls back to `claude-opus-4`, whose limits
+are the lowest of its family). An id that matches nothing gets `UNKNOWN`; a new or local
+model is described in the settings (`[models."prefix"]`, see `heddle.settings`), and so is
+a correction of the table.
+
+Sources, read 2026-12-01:
+- docs.claude.com/en/docs/about-claude/models/overview, as the scripted model's table records it
+  (2025-11-08): Sonnet 4.5, Haiku 4.5, Sonnet 4, Sonnet 3.7 64K output; Opus 4.1 and Opus 4
+  32K; Haiku 3.5 8,192; Haiku 3 4,096; all 200K context. The API's own error text ("max_tokens:
+  64001 > 64000, which is the maximum allowed number of output tokens for ...") shows that K
+  means 1000 for the 4.x models, while the Haiku 3.x limits are powers of two.
+- platform.claude.com/docs/en/models/opus-4-5/overview: Opus 4.5, 200K context, 64K output.
+- platform.claude.com/docs/en/models/opus-4-6/overview: Opus 4.6, 128K output (Opus 4.7, 4.8
+  and Sonnet 4.6 the same: their pages on platform.claude.com/docs/en/models/).
+Windows above 200K need a beta header Heddle does not send, so 200K is recorded for every
+family: a window set too large makes the endpoint refuse the prompt, one too small only
+compacts a little early.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from heddle.settings import ModelLimitSettings
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    context_window: int
+    max_output: int
+    """The highest `max_tokens` the endpoint accepts for this model."""
+
+
+UNKNOWN = ModelLimits(200_000, 32_000)
+"""A model the table does not know: the window every Claude model has, and an output limit
+that is the lowest of the 4.x Claude models."""
+
+FAMILIES: dict[str, ModelLimits] = {
+    "claude-opus-4-8": ModelLimits(200_000, 128_000),
+    "claude-opus-4-7": ModelLimits(200_000, 128_000),
+    "claude-opus-4-6": ModelLimits(200_000, 128_000),
+    "claude-opus-4-5": ModelLimits(200_000, 64_000),
+    "claude-opus-4-1": ModelLimits(200_000, 32_000),
+    "claude-opus-4": ModelLimits(200_000, 32_000),
+    "claude-sonnet-4-6": ModelLimits(200_000, 128_000),
+    "claude-sonnet-4-5": ModelLimits(200_000, 64_000),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000),
+    "claude-haiku-4-5": ModelLimits(200_000, 64_000),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000),
+    "claude-3-5-haiku": ModelLimits(200_000, 8_192),
+    "claude-3-haiku": ModelLimits(200_000, 4_096),
+}
+
+
+def _longest_prefix(model: str, prefixes) -> str | None:
+    return max((p for p in prefixes if model.startswith(p)), key=len, default=None)
+
+
+def model_limits(model: str, overrides: Mapping[str, ModelLimitSettings] | None = None
+                 ) -> ModelLimits:
+    """The limits of `model`: the table's, with what the settings set in their place (every
+    entry whose key the id starts with, a longer key over a shorter one)."""
+    family = _longest_prefix(model, FAMILIES)
+    limits = FAMILIES[family] if family else UNKNOWN
+    for key in sorted((k for k in overrides or {} if model.startswith(k)), key=len):
+        given = overrides[key]
+        limits = ModelLimits(given.context_window or limits.context_window,
+                             given.max_output_tokens or limits.max_output)
+    return limits

@@ -69,11 +69,14 @@ async def test_read_errors(ctx):
     assert (await run(Read(), ctx, path="empty.txt")).content == "(the file is empty)"
 
 
-async def test_read_says_when_the_editor_has_unsaved_changes(ctx):
+async def test_read_shows_the_editors_text_and_says_when_it_is_unsaved(ctx):
     path = ctx.workspace / "a.py"
     ctx.documents.open(path, "one\nTWO\n", 3)
     out = await run(Read(), ctx, path="a.py")
-    assert "     2\ttwo" in out.content and "unsaved changes" in out.content
+    assert out.content == ("The editor has unsaved changes to a.py; this is the editor's text, "
+                           "not the file on disk.\n     1\tone\n     2\tTWO")
+    ctx.documents.change(path, path.read_text(), 4)  # saved: no note
+    assert (await run(Read(), ctx, path="a.py")).content.startswith("     1\t")
 
 
 # --- Edit -----------------------------------------------------------------------------------

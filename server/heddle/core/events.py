@@ -10,6 +10,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
+from heddle.core.hunks import Hunk, HunkDecision
 from heddle.core.messages import Message, ToolResultBlock
 
 
@@ -69,6 +70,10 @@ class ToolCallFinished(msgspec.Struct, frozen=True):
 class DiffPreview(msgspec.Struct, frozen=True):
     path: str
     diff: str
+    before: str | None = None
+    """The current text and the proposal, for review hunk by hunk; None: too big, diff only."""
+    after: str | None = None
+    hunks: tuple[Hunk, ...] = ()
 
 
 class CommandPreview(msgspec.Struct, frozen=True):
@@ -93,6 +98,10 @@ class PermissionAnswered(msgspec.Struct, frozen=True):
     reason: str | None = None
     scope: Literal["session", "project", "user"] | None = None
     """With allowAlways: where the rule was kept."""
+    hunks: tuple[HunkDecision, ...] = ()
+    """An edit answered hunk by hunk: every hunk's outcome. Empty: all or nothing."""
+    edited: bool = False
+    """The user's own text was written instead of the proposal."""
 
 
 class TodoItem(msgspec.Struct, frozen=True):

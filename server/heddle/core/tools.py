@@ -10,11 +10,12 @@ import contextvars
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Any, Callable, ClassVar, Protocol
+from typing import Awaitable, Any, Callable, ClassVar, Protocol, runtime_checkable
 
 import msgspec
 
 from heddle.core.events import CoreEvent, Preview
+from heddle.core.hunks import Review
 
 
 CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("heddle_tool_call", default="")
@@ -33,11 +34,38 @@ class ToolOutput:
     diff: str | None = None
 
 
+@dataclass(frozen=True)
+class Buffer:
+    """An open document as the editor last reported it."""
+
+    uri: str
+    text: str
+    version: int
+
+
+class Editor(Protocol):
+    """Changes open documents in the editor (LSP `workspace/applyEdit`)."""
+
+    async def apply(self, buffer: Buffer, new_text: str, label: str) -> str | None:
+        """Ask the editor to turn `buffer` (at its version) into `new_text`; None when it did,
+        else why not (the editor's reason, no answer, an error reply)."""
+        ...
+
+
 class EditorBuffers(Protocol):
     """What the editor holds open (LSP document sync)."""
 
     def unsaved(self, path: Path) -> bool:
         """Whether the editor's text of `path` differs from the file on disk."""
+        ...
+
+    def buffer(self, path: Path) -> Buffer | None:
+        """The open document of `path`; None when it is not open."""
+        ...
+
+    @property
+    def editor(self) -> Editor | None:
+        """How to change open documents; None: the client cannot (no applyEdit)."""
         ...
 
 
@@ -98,6 +126,15 @@ class ToolContext:
             raise ToolError(f"{self.relative(path)} has unsaved changes in the editor, so it was "
                             "not changed: writing it would overwrite them. Ask the user to save "
                             "or discard their changes, then read the file again and retry.")
+
+
+@runtime_checkable
+class ReviewedTool(Protocol):
+    """A tool whose edit the user can take in part or change (Edit, MultiEdit, Write)."""
+
+    async def run_reviewed(self, inp: Any, ctx: ToolContext, review: Review) -> ToolOutput:
+        """Write `review.written` instead of the proposal, and tell the model so."""
+        ...
 
 
 class Tool(Protocol):

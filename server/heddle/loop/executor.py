@@ -20,14 +20,16 @@ import anyio
 import anyio.abc
 import msgspec
 
-from heddle.core.events import CoreEvent, PermissionAnswered, PermissionAsked, ToolCallFinished
+from heddle.core.events import (CoreEvent, DiffPreview, PermissionAnswered, PermissionAsked,
+                                Preview, ToolCallFinished)
+from heddle.core.hunks import Review, review
 from heddle.core.messages import ToolResultBlock, ToolUseBlock
-from heddle.core.tools import CURRENT_CALL, Tool, ToolContext, ToolError
+from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
-from heddle.permissions.policy import (Ask, Asker, Deny, PermissionPrompt, Rule, RuleError,
-                                       SettingsWriteError)
+from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, PermissionPrompt,
+                                       Rule, RuleError, SettingsWriteError)
 from heddle.rules import RuleScope
 from heddle.tools.base import budget_result, schema_of
 
@@ -188,11 +190,15 @@ class ToolExecutor:
             if isinstance(decision, Deny):
                 self.ctx.emit(PermissionAnswered(block.id, "reject", reason=decision.message))
                 return "rejected", decision.message, "denied", None
+            review = None
             if isinstance(decision, Ask):
-                rejected = await self._ask(block, tool, inp, decision)
+                rejected, review = await self._ask(block, tool, inp, decision)
                 if rejected is not None:
                     return "rejected", rejected, "rejected", None
-            output = await tool.run(inp, self.ctx)
+            if review is not None and isinstance(tool, ReviewedTool):
+                output = await tool.run_reviewed(inp, self.ctx, review)
+            else:
+                output = await tool.run(inp, self.ctx)
         except _InvalidInput as exc:
             return "error", str(exc), f"invalid input: {exc.detail}", None
         except ToolError as exc:
@@ -232,8 +238,10 @@ class ToolExecutor:
         return await post_tool_use(hooks, self._hook_runner(), tool.name,
                                    msgspec.to_builtins(inp), content, is_error)
 
-    async def _ask(self, block: ToolUseBlock, tool: Tool, inp: Any, ask: Ask) -> str | None:
-        """Ask the editor; None when allowed, else the message for the model."""
+    async def _ask(self, block: ToolUseBlock, tool: Tool, inp: Any,
+                   ask: Ask) -> tuple[str | None, Review | None]:
+        """Ask the editor: (None when allowed, else the message for the model; what the user
+        chose to write instead of the proposal, if they reviewed it in part)."""
         async with self.permission_lock:  # one prompt at a time per session
             preview = await tool.preview(inp, self.ctx)
             title = tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else "")
@@ -253,17 +261,20 @@ class ToolExecutor:
             elif answer.decision == "allowAlways":
                 saved, scope, note = self._keep(answer.rule or ask.rule,
                                                 answer.scope or "session")
-            self.ctx.emit(PermissionAnswered(block.id, answer.decision, saved,
-                                             answer.reason or note, scope))
+            review = _review_of(preview, answer)
+            self.ctx.emit(PermissionAnswered(
+                block.id, answer.decision, saved, answer.reason or note, scope,
+                hunks=review.decisions if review else answer.hunks,
+                edited=bool(review and review.edited)))
         if answer.decision in ("allowOnce", "allowAlways"):
-            return None
+            return None, review
         if answer.message:
-            return f"The user rejected this {tool.name} call and said: {answer.message}"
+            return f"The user rejected this {tool.name} call and said: {answer.message}", None
         if answer.reason:
             return (f"This {tool.name} call did not run: {answer.reason}. Do not retry it; "
-                    "tell the user what you wanted to do instead.")
+                    "tell the user what you wanted to do instead."), None
         return (f"The user rejected this {tool.name} call. Do not retry it; ask the user how to "
-                "proceed if you need it.")
+                "proceed if you need it."), None
 
     def _keep(self, rule: str, scope: RuleScope) -> tuple[str | None, RuleScope | None, str | None]:
         """Add an "allow always" rule: (the rule kept, its scope, a note when not as asked)."""
@@ -276,6 +287,15 @@ class ToolExecutor:
             kept = self.policy.add(Rule("allow", rule, "session"))
             return kept.pattern, "session", f"kept for this session only: {exc}"
         return kept.pattern, scope, None
+
+
+def _review_of(preview: Preview | None, answer: PermissionAnswer) -> Review | None:
+    """What an allowing answer wants written instead of the proposal, if anything."""
+    if (answer.decision == "reject" or not isinstance(preview, DiffPreview)
+            or preview.before is None or preview.after is None):
+        return None
+    return review(preview.before, preview.after, preview.hunks, list(answer.hunks),
+                  answer.final_text)
 
 
 class _InvalidInput(Exception):

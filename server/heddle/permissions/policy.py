@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Protocol
 
 from heddle.core.events import Preview
+from heddle.core.hunks import HunkDecision
 from heddle.core.tools import Tool, ToolContext
 from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope, allowing,
                           check_rule, covers, parse_rule, path_matches, rule_matches)
@@ -70,6 +71,11 @@ class PermissionAnswer:
     """Set when nobody was asked (e.g. the client cannot answer)."""
     scope: RuleScope | None = None
     """With allowAlways: where to keep the rule. None: the session."""
+    hunks: tuple[HunkDecision, ...] = ()
+    """An edit answered hunk by hunk (checked against the preview's hunks); unlisted hunks
+    are accepted."""
+    final_text: str | None = None
+    """The user's own text for an edit, instead of the proposal."""
 
 
 class Asker(Protocol):

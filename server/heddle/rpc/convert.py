@@ -8,7 +8,8 @@ import heddle_protocol as wire
 from heddle_protocol import events as wev
 from heddle.core import events as core
 from heddle.loop.prompt import ContextItem
-from heddle.permissions.policy import PermissionPrompt, Rule
+from heddle.core.hunks import HunkDecision, check, outcomes, rejection_message
+from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule
 from heddle.settings import Untrusted
 
 
@@ -25,7 +26,11 @@ def usage(u: core.Usage) -> wire.Usage:
 
 def preview(p: core.Preview | None) -> wire.DiffPreview | wire.CommandPreview | None:
     if isinstance(p, core.DiffPreview):
-        return wire.DiffPreview(path=p.path, diff=p.diff)
+        return wire.DiffPreview(path=p.path, diff=p.diff, before=p.before, after=p.after,
+                                hunks=[wire.DiffHunk(
+                                    index=h.index, old_start=h.old_start, old_lines=h.old_lines,
+                                    new_start=h.new_start, new_lines=h.new_lines, diff=h.diff)
+                                    for h in p.hunks] if p.before is not None else None)
     if isinstance(p, core.CommandPreview):
         return wire.CommandPreview(command=p.command, cwd=p.cwd)
     return None
@@ -47,9 +52,11 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
                                              summary=summary, diff=diff)
         case core.PermissionAsked(call_id, title, prev):
             return wev.PermissionAskedEvent(tool_call_id=call_id, title=title, preview=preview(prev))
-        case core.PermissionAnswered(call_id, decision, rule, reason, scope):
-            return wev.PermissionAnsweredEvent(tool_call_id=call_id, decision=decision, rule=rule,
-                                               reason=reason, scope=scope)
+        case core.PermissionAnswered(call_id, decision, rule, reason, scope, hunks, edited):
+            return wev.PermissionAnsweredEvent(
+                tool_call_id=call_id, decision=decision, rule=rule, reason=reason, scope=scope,
+                hunks=[wev.HunkOutcome(index=h.index, decision=h.decision, message=h.message)
+                       for h in hunks] or None, edited=edited or None)
         case core.TodoUpdate(todos):
             return wev.TodoEvent(todos=[todo_item(t) for t in todos])
         case core.Retry(attempt, max_attempts, delay_ms, err):
@@ -133,6 +140,31 @@ def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wir
                                      rule=p.rule)] if p.rule else []),
             wire.PermissionOption(decision="reject", label="Reject"),
         ])
+
+
+def permission_answer(answer: wire.PermissionRequestResult,
+                      offered: core.Preview | None) -> PermissionAnswer:
+    """The core answer for a client's; PermissionAnswerInvalid when its hunks or finalText do
+    not fit what was offered. Every hunk rejected is a rejection."""
+    decisions = [HunkDecision(h.index, h.decision, h.message) for h in answer.hunks or []]
+    diff = offered if isinstance(offered, core.DiffPreview) else None
+    if answer.decision != "reject":
+        if answer.final_text is not None and (diff is None or diff.after is None):
+            raise PermissionAnswerInvalid("finalText answers a request whose preview has no "
+                                          "`after`")
+        problem = check(diff.hunks if diff else (), decisions) if decisions else None
+        if problem is not None:
+            raise PermissionAnswerInvalid(problem)
+        if (diff is not None and diff.hunks and answer.final_text is None and all(
+                d.decision == "reject" for d in outcomes(diff.hunks, decisions))):
+            return PermissionAnswer("reject", message=rejection_message(decisions),
+                                    hunks=tuple(decisions))
+    return PermissionAnswer(answer.decision, answer.rule, answer.message, scope=answer.scope,
+                            hunks=tuple(decisions), final_text=answer.final_text)
+
+
+class PermissionAnswerInvalid(ValueError):
+    """A client's permission answer that does not fit its request."""
 
 
 def _iso(epoch: float) -> str:

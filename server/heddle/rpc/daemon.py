@@ -23,6 +23,7 @@ class Daemon(Protocol):
     default_model: str
     fallback_model: str | None
     permission_timeout: float
+    apply_edit_timeout: float
     requests_running: set[asyncio.Task]
     """Handlers of requests not yet answered (a stopping daemon lets them answer)."""
 

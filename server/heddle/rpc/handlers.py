@@ -142,7 +142,7 @@ def _asker(server: Daemon, session: Session, turn_id: str):
             return PermissionAnswer("reject", reason=f"the editor answered with an error: {exc}")
         try:
             answer = msgspec.convert(raw, wire.PermissionRequestResult)
-        except msgspec.ValidationError as exc:
+            return convert.permission_answer(answer, prompt.preview)
+        except (msgspec.ValidationError, convert.PermissionAnswerInvalid) as exc:
             return PermissionAnswer("reject", reason=f"the editor's answer was invalid: {exc}")
-        return PermissionAnswer(answer.decision, answer.rule, answer.message, scope=answer.scope)
     return ask

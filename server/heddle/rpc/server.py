@@ -58,6 +58,7 @@ class HeddleServer(LanguageServer):
         self.compact_model = env.get("HEDDLE_COMPACT_MODEL") or None
         window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
         self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
+        self.apply_edit_timeout = number(env, "HEDDLE_APPLY_EDIT_TIMEOUT", 30, minimum=0.001)
         self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
         self.model_settings = ModelSettings.from_env(env)
         self.state_sessions = sessions_dir(env)

@@ -1,31 +1,36 @@
-"""The documents the editor holds open, as LSP document sync reports them.
+"""The documents the editor holds open, as LSP document sync reports them, and the editor that
+can change them.
 
 A document has unsaved changes when the editor's text differs from the file on disk (or the
-file is gone). Edit, MultiEdit and Write refuse such files instead of clobbering the user's
-work; Read says it shows the saved version.
+file is gone). Read shows an open document's text. Edit, MultiEdit and Write change an open
+document through the editor when the client can apply edits (`editor`); otherwise they refuse
+a document with unsaved changes instead of clobbering the user's work.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-
-@dataclass
-class _Document:
-    text: str
-    version: int
+from heddle.core.tools import Buffer, Editor
 
 
 class EditorDocuments:
     def __init__(self) -> None:
-        self._docs: dict[Path, _Document] = {}
+        self._docs: dict[Path, Buffer] = {}
+        self.editor_source: Callable[[], Editor | None] = lambda: None
+        """Set by the front door: the editor, while the client can apply edits."""
 
-    def open(self, path: Path, text: str, version: int) -> None:
-        self._docs[path] = _Document(text, version)
+    @property
+    def editor(self) -> Editor | None:
+        return self.editor_source()
+
+    def open(self, path: Path, text: str, version: int, uri: str | None = None) -> None:
+        self._docs[path] = Buffer(uri or path.as_uri(), text, version)
 
     def change(self, path: Path, text: str, version: int) -> None:
-        self._docs[path] = _Document(text, version)
+        old = self._docs.get(path)
+        self._docs[path] = Buffer(old.uri if old else path.as_uri(), text, version)
 
     def close(self, path: Path) -> None:
         self._docs.pop(path, None)
@@ -33,6 +38,9 @@ class EditorDocuments:
     def text(self, path: Path) -> str | None:
         doc = self._docs.get(path)
         return None if doc is None else doc.text
+
+    def buffer(self, path: Path) -> Buffer | None:
+        return self._docs.get(path)
 
     def unsaved(self, path: Path) -> bool:
         doc = self._docs.get(path)

@@ -8,11 +8,12 @@ from typing import Annotated, ClassVar
 import anyio
 import msgspec
 
-from heddle.atomic import write_atomic
 from heddle.core.events import DiffPreview
+from heddle.core.hunks import Review
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
-from heddle.tools.files import read_text, replace_text, unified_diff
+from heddle.tools.files import replace_text
 from heddle.tools.base import ToolBase
+from heddle.tools.landing import current, diff_preview, land, land_reviewed, unified_diff
 
 
 def _lines(text: str) -> str:
@@ -29,7 +30,8 @@ class Write(ToolBase):
     name: ClassVar[str] = "Write"
     description: ClassVar[str] = (
         "Create a file, or replace a file's whole content. Prefer Edit or MultiEdit to change "
-        "part of an existing file. Fails if the editor has unsaved changes to the file.")
+        "part of an existing file. A file open in the editor is replaced there (or, if the "
+        "editor cannot apply edits, refused while it has unsaved changes).")
     input_type = WriteInput
     concurrency_safe = False
     read_only = False
@@ -37,28 +39,24 @@ class Write(ToolBase):
     title_template = "Write {path}"
     rule_template = "Edit({path})"
 
-    def _before(self, inp: WriteInput, ctx: ToolContext) -> str | None:
-        path = Path(inp.path)
-        ctx.check_unsaved(path)
-        return read_text(path)
-
     async def preview(self, inp: WriteInput, ctx: ToolContext) -> DiffPreview:
-        before = await anyio.to_thread.run_sync(self._before, inp, ctx)
-        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before or "",
-                                                  inp.content))
+        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        return diff_preview(ctx, Path(inp.path), cur.text or "", inp.content)
 
     async def run(self, inp: WriteInput, ctx: ToolContext) -> ToolOutput:
-        def write() -> ToolOutput:
-            before = self._before(inp, ctx)
-            rel = ctx.relative(Path(inp.path))
-            if before == inp.content:
-                return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
-            write_atomic(Path(inp.path), inp.content, follow_symlinks=False, private=False)
-            verb = "Created" if before is None else "Wrote"
-            summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
-            return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
-                              diff=unified_diff(rel, before or "", inp.content))
-        return await anyio.to_thread.run_sync(write)
+        path = Path(inp.path)
+        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        before, rel = cur.text, ctx.relative(path)
+        if before == inp.content:
+            return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
+        await land(ctx, path, cur, inp.content, self.name)
+        verb = "Created" if before is None else "Wrote"
+        summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
+        return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
+                          diff=unified_diff(rel, before or "", inp.content))
+
+    async def run_reviewed(self, inp: WriteInput, ctx: ToolContext, review: Review) -> ToolOutput:
+        return await land_reviewed(ctx, Path(inp.path), review, self.name)
 
 
 class EditOperation(msgspec.Struct, forbid_unknown_fields=True):
@@ -89,10 +87,7 @@ class MultiEdit(ToolBase):
         n = len(inp.edits)
         return f"Edit {ctx.relative(Path(inp.path))} ({n} change{'s' if n != 1 else ''})"
 
-    def _apply(self, inp: MultiEditInput, ctx: ToolContext) -> tuple[str | None, str, int]:
-        path = Path(inp.path)
-        ctx.check_unsaved(path)
-        before = read_text(path)
+    def _apply(self, inp: MultiEditInput, before: str | None) -> tuple[str | None, str, int]:
         edits = list(enumerate(inp.edits))
         if before is None:
             if inp.edits[0].old_string != "":
@@ -116,18 +111,21 @@ class MultiEdit(ToolBase):
         return before, text, count
 
     async def preview(self, inp: MultiEditInput, ctx: ToolContext) -> DiffPreview:
-        before, after, _ = await anyio.to_thread.run_sync(self._apply, inp, ctx)
-        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before or "",
-                                                  after))
+        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        before, after, _ = self._apply(inp, cur.text)
+        return diff_preview(ctx, Path(inp.path), before or "", after)
 
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
-        def edit() -> ToolOutput:
-            before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after, follow_symlinks=False, private=False)
-            rel = ctx.relative(Path(inp.path))
-            summary = ("created" if before is None
-                       else f"{count} replacement{'s' if count != 1 else ''}")
-            return ToolOutput(f"{'Created' if before is None else 'Edited'} {rel} ({summary} "
-                              f"from {len(inp.edits)} edits).", summary,
-                              diff=unified_diff(rel, before or "", after))
-        return await anyio.to_thread.run_sync(edit)
+        path = Path(inp.path)
+        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        before, after, count = self._apply(inp, cur.text)
+        await land(ctx, path, cur, after, self.name)
+        rel = ctx.relative(path)
+        summary = "created" if before is None else f"{count} replacement{'s' if count != 1 else ''}"
+        return ToolOutput(f"{'Created' if before is None else 'Edited'} {rel} ({summary} "
+                          f"from {len(inp.edits)} edits).", summary,
+                          diff=unified_diff(rel, before or "", after))
+
+    async def run_reviewed(self, inp: MultiEditInput, ctx: ToolContext,
+                           review: Review) -> ToolOutput:
+        return await land_reviewed(ctx, Path(inp.path), review, self.name)

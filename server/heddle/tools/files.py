@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import difflib
 import io
 import os
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Iterable
 
 import anyio
 import msgspec
 
-from heddle.atomic import write_atomic
-from heddle.regular import NotRegularFile, open_regular, read_regular
+from heddle.regular import NotRegularFile, open_regular
 from heddle.core.events import DiffPreview
+from heddle.core.hunks import Review
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
+from heddle.tools.landing import current, diff_preview, land, land_reviewed, unified_diff
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
@@ -46,6 +46,12 @@ class Read(ToolBase):
 
     def _read(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
+        buffer = ctx.documents.buffer(path) if ctx.documents is not None else None
+        if buffer is not None:  # the editor's text is what the user sees, saved or not
+            note = (f"The editor has unsaved changes to {ctx.relative(path)}; this is the "
+                    "editor's text, not the file on disk.\n" if ctx.documents.unsaved(path)
+                    else "")
+            return self._lines(inp, io.StringIO(buffer.text, newline="\n"), note)
         if path.is_dir():
             raise ToolError(f"{inp.path} is a folder, not a file; use LS to list it")
         try:
@@ -56,33 +62,34 @@ class Read(ToolBase):
             raise ToolError(f"cannot read {exc}; Read shows files only") from None
         except OSError as exc:
             raise ToolError(f"cannot read {inp.path}: {exc.strerror}") from None
-        budget = self.max_result_chars - 500
-        out: list[str] = []
-        size = total = 0
         with raw:
             if b"\0" in raw.peek(SNIFF_BYTES)[:SNIFF_BYTES]:
                 raise ToolError(f"{inp.path} is a binary file ({os.fstat(raw.fileno()).st_size} "
                                 "bytes); Read shows text files only")
-            end = inp.offset + inp.limit
-            for total, line in enumerate(io.TextIOWrapper(raw, "utf-8", "replace", "\n"), 1):
-                if total < inp.offset or total >= end or size > budget:
-                    continue
-                line = line.rstrip("\r\n")
-                if len(line) > MAX_LINE_CHARS:
-                    line = f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters]"
-                out.append(f"{total:>6}\t{line}")
-                size += len(out[-1]) + 1
+            return self._lines(inp, io.TextIOWrapper(raw, "utf-8", "replace", "\n"))
+
+    def _lines(self, inp: ReadInput, lines: Iterable[str], note: str = "") -> ToolOutput:
+        budget = self.max_result_chars - 500
+        out: list[str] = []
+        size = total = 0
+        end = inp.offset + inp.limit
+        for total, line in enumerate(lines, 1):
+            if total < inp.offset or total >= end or size > budget:
+                continue
+            line = line.rstrip("\r\n")
+            if len(line) > MAX_LINE_CHARS:
+                line = f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters]"
+            out.append(f"{total:>6}\t{line}")
+            size += len(out[-1]) + 1
         if total == 0:
-            return ToolOutput("(the file is empty)", "empty file")
+            return ToolOutput(f"{note}(the file is empty)", "empty file")
         if not out:
             raise ToolError(f"offset {inp.offset} is past the end of the file ({total} lines)")
         shown_to = inp.offset + len(out) - 1
         if shown_to < total:
             out.append(f"\n(lines {inp.offset}-{shown_to} of {total}; "
                        f"read on with offset={shown_to + 1})")
-        if ctx.documents is not None and ctx.documents.unsaved(path):
-            out.append("\n(The editor has unsaved changes to this file; this is the saved version.)")
-        return ToolOutput("\n".join(out), f"{shown_to - inp.offset + 1} lines")
+        return ToolOutput(note + "\n".join(out), f"{shown_to - inp.offset + 1} lines")
 
 
 class EditInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -90,29 +97,6 @@ class EditInput(msgspec.Struct, forbid_unknown_fields=True):
     old_string: Annotated[str, msgspec.Meta(description="Exact text to replace; must be unique unless replace_all. Empty to create a new file")]
     new_string: Annotated[str, msgspec.Meta(description="Replacement text")]
     replace_all: bool = False
-
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{path}", tofile=f"b/{path}"))
-
-
-def read_text(path: Path) -> str | None:
-    """The file's text exactly as stored (line endings kept); None if it does not exist."""
-    try:
-        data = read_regular(path)
-    except FileNotFoundError:
-        return None
-    except NotRegularFile as exc:
-        raise ToolError(str(exc)) from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolError(f"{path} is not a UTF-8 text file; it can only be changed with "
-                        "Bash") from None
 
 
 def replace_text(text: str, old: str, new: str, replace_all: bool, where: str) -> tuple[str, int]:
@@ -137,7 +121,8 @@ class Edit(ToolBase):
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
         "included, without Read's line-number prefixes) and occur once, unless replace_all is "
         "true. With an empty old_string and a path that does not exist, creates the file with "
-        "new_string. Fails if the editor has unsaved changes to the file.")
+        "new_string. A file open in the editor is edited there, unsaved changes kept (or, if "
+        "the editor cannot apply edits, refused while it has unsaved changes).")
     input_type = EditInput
     concurrency_safe = False
     read_only = False
@@ -145,10 +130,7 @@ class Edit(ToolBase):
     title_template = "Edit {path}"
     rule_template = "Edit({path})"
 
-    def _apply(self, inp: EditInput, ctx: ToolContext) -> tuple[str, str, int]:
-        path = Path(inp.path)
-        ctx.check_unsaved(path)
-        before = read_text(path)
+    def _apply(self, inp: EditInput, before: str | None) -> tuple[str, str, int]:
         if before is None:
             if inp.old_string == "":
                 return "", inp.new_string, 1
@@ -160,17 +142,21 @@ class Edit(ToolBase):
         return before, after, count
 
     async def preview(self, inp: EditInput, ctx: ToolContext) -> DiffPreview | None:
-        before, after, _ = await anyio.to_thread.run_sync(self._apply, inp, ctx)
-        return DiffPreview(inp.path, unified_diff(ctx.relative(Path(inp.path)), before, after))
+        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        before, after, _ = self._apply(inp, cur.text)
+        return diff_preview(ctx, Path(inp.path), before, after)
 
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
-        def edit() -> ToolOutput:
-            before, after, count = self._apply(inp, ctx)
-            write_atomic(Path(inp.path), after, follow_symlinks=False, private=False)
-            rel = ctx.relative(Path(inp.path))
-            noun = "replacement" if count == 1 else "replacements"
-            created = not before and inp.old_string == ""
-            summary = "created" if created else f"{count} {noun}"
-            return ToolOutput(f"{'Created' if created else 'Edited'} {rel} ({summary}).",
-                              summary, diff=unified_diff(rel, before, after))
-        return await anyio.to_thread.run_sync(edit)
+        path = Path(inp.path)
+        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        before, after, count = self._apply(inp, cur.text)
+        await land(ctx, path, cur, after, self.name)
+        rel = ctx.relative(path)
+        noun = "replacement" if count == 1 else "replacements"
+        created = not before and inp.old_string == ""
+        summary = "created" if created else f"{count} {noun}"
+        return ToolOutput(f"{'Created' if created else 'Edited'} {rel} ({summary}).",
+                          summary, diff=unified_diff(rel, before, after))
+
+    async def run_reviewed(self, inp: EditInput, ctx: ToolContext, review: Review) -> ToolOutput:
+        return await land_reviewed(ctx, Path(inp.path), review, self.name)

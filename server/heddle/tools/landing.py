@@ -1,0 +1,101 @@
+"""Where an edit starts from and where it lands.
+
+An open document is edited in the editor when the client can apply edits: the new text is
+computed from the buffer and sent as `workspace/applyEdit` at the buffer's version, so unsaved
+work is kept and the disk is left to the editor. Otherwise the file on disk is read and
+written, and a document with unsaved changes is refused (writing would clobber them).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from heddle.atomic import write_atomic
+from heddle.core.events import DiffPreview
+from heddle.core.hunks import Review, describe, reviewable, split
+from heddle.core.tools import Buffer, ToolContext, ToolError, ToolOutput
+from heddle.regular import NotRegularFile, read_regular
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"a/{path}", tofile=f"b/{path}"))
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text exactly as stored (line endings kept); None if it does not exist."""
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise ToolError(str(exc)) from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not a UTF-8 text file; it can only be changed with "
+                        "Bash") from None
+
+
+@dataclass(frozen=True)
+class Current:
+    text: str | None
+    """None: the file does not exist (and is not open)."""
+    buffer: Buffer | None = None
+    """Set: the edit goes through the editor, to this buffer."""
+
+
+def current(ctx: ToolContext, path: Path) -> Current:
+    """The text an edit of `path` starts from (reads the disk: call it in a thread)."""
+    docs = ctx.documents
+    if docs is not None and docs.editor is not None and (buf := docs.buffer(path)) is not None:
+        return Current(buf.text, buf)
+    ctx.check_unsaved(path)
+    return Current(read_text(path))
+
+
+def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) -> DiffPreview:
+    """The permission preview of changing `path` from `before` to `after`."""
+    diff = unified_diff(ctx.relative(path), before, after)
+    if not reviewable(before, after):
+        return DiffPreview(str(path), diff)
+    return DiffPreview(str(path), diff, before, after, split(before, after))
+
+
+async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: str) -> None:
+    """Write `new_text`: through the editor for an open document, else to disk."""
+    rel = ctx.relative(path)
+    if cur.buffer is None:
+        await anyio.to_thread.run_sync(lambda: write_atomic(path, new_text, follow_symlinks=False,
+                                                            private=False))
+        return
+    editor = ctx.documents.editor if ctx.documents is not None else None
+    reason = ("the editor can no longer apply edits" if editor is None
+              else await editor.apply(cur.buffer, new_text, f"Heddle: {tool} {rel}"))
+    if reason is not None:
+        raise ToolError(f"The editor did not apply the edit to {rel}: {reason}. Read the file "
+                        "again before editing it.")
+
+
+async def land_reviewed(ctx: ToolContext, path: Path, review: Review, tool: str) -> ToolOutput:
+    """Write what the user chose instead of the proposal, if the file is still as they saw it."""
+    rel = ctx.relative(path)
+    cur = await anyio.to_thread.run_sync(current, ctx, path)
+    if (cur.text or "") != review.before:
+        raise ToolError(f"{rel} changed while the user was reviewing the edit, so nothing was "
+                        "written. Read it again and redo the edit.")
+    await land(ctx, path, cur, review.written, tool)
+    if review.edited:
+        summary = "the user's own version"
+    else:
+        taken = sum(d.decision == "accept" for d in review.decisions)
+        summary = f"{taken} of {len(review.hunks)} hunks"
+    return ToolOutput(describe(rel, review), summary,
+                      diff=unified_diff(rel, review.before, review.written))

@@ -21,56 +21,21 @@
  */
 
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { after, before, describe, it } from "node:test";
 import type { Browser } from "playwright-core";
 import { heddleScript, startScripted, tempDir, type Scripted } from "../test/support/processes";
 import { startCodeServer, type CodeServer } from "./support/codeServer";
+import { editScenarios, EDIT_MODELS } from "./editReview";
+import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { launchBrowser, Workbench } from "./support/workbench";
 
 const HERE = resolve(__dirname, "..", "..");
-const REPO = resolve(HERE, "..", "..");
-const ARTIFACTS = join(HERE, ".e2e", "artifacts");
 const SCENARIOS = join(HERE, "test", "scenarios");
 const VSIX = process.env.HEDDLE_VSIX ?? join(HERE, "dist", "heddle.vsix");
 /** A cancelled turn must end within this long after the click. */
 const CANCEL_MS = 3000;
-
-function makeWorkspace(root: string, name: string, model: string, files: Record<string, string>): string {
-  const folder = join(root, name);
-  mkdirSync(join(folder, ".vscode"), { recursive: true });
-  writeFileSync(join(folder, ".vscode", "settings.json"), JSON.stringify({ "heddle.model": model }, null, 2));
-  for (const [file, text] of Object.entries(files)) writeFileSync(join(folder, file), text);
-  return folder;
-}
-
-async function screenshot(workbench: Workbench, name: string, forDocs = false): Promise<void> {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  const file = join(ARTIFACTS, `${name}.png`);
-  await workbench.page.screenshot({ path: file });
-  if (forDocs && process.env.HEDDLE_UPDATE_SCREENSHOTS === "1") {
-    copyFileSync(file, join(REPO, "docs", "images", `${name}.png`));
-  }
-}
-
-/** Logs how long into the test each milestone came, for the CI log. */
-function milestones(t: TestContext): (what: string) => void {
-  const start = Date.now();
-  return (what) => t.diagnostic(`${((Date.now() - start) / 1000).toFixed(1)}s ${what}`);
-}
-
-/** Run `body`; on failure keep a screenshot of the page for the CI log. */
-async function withPage(t: TestContext, workbench: Workbench, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    await screenshot(workbench, `failure-${t.name.replace(/\W+/g, "-").slice(0, 60)}`).catch(() => undefined);
-    throw error;
-  } finally {
-    await workbench.close();
-  }
-}
 
 describe("Heddle in VS Code (code-server, headless chromium)", () => {
   let root: ReturnType<typeof tempDir>;
@@ -80,7 +45,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello"].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
@@ -100,6 +65,9 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
         "update.mode": "none",
         "window.commandCenter": false,
         "editor.minimap.enabled": false,
+        // The edit scenarios keep unsaved changes in buffers.
+        "files.autoSave": "off",
+        "files.hotExit": "off",
       },
     });
     browser = await launchBrowser();
@@ -109,7 +77,8 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     await browser?.close().catch(() => undefined);
     await codeServer?.stop();
     await scripted?.stop();
-    root?.remove();
+    // HEDDLE_E2E_KEEP=1 keeps the folders, profile and logs, to look at after a failure.
+    if (process.env.HEDDLE_E2E_KEEP !== "1") root?.remove();
   });
 
   it("Ask agent: permission prompts (allow an edit, reject a command), streamed answer, edit on disk", async (t) => {
@@ -345,4 +314,6 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       assert.match(await panel.locator("#session").innerText(), /^vscode-hello · /);
     });
   });
+
+  editScenarios(() => ({ root: root.path, codeServer, browser }));
 });

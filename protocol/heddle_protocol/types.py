@@ -274,7 +274,8 @@ class DiffPreview(Wire, tag="diff", tag_field="kind"):
     after: str | None = None
     """The proposed full text."""
     hunks: list[DiffHunk] | None = None
-    """The hunks of `diff`, which an answer may accept or reject one by one."""
+    """The hunks of `diff`, which an answer may accept or reject one by one. (`before`,
+    `after` and `hunks` are sent in `permission/request` only, not in `permissionAsked`.)"""
 
 
 class CommandPreview(Wire, tag="command", tag_field="kind"):

@@ -227,7 +227,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
     try:
         await conn.request("initialize", {
             "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "heddle ask"},
-            "capabilities": {"experimental": {"heddle": {"permissionRequests": True}}}})
+            "capabilities": {"experimental": {"heddle": {"permissionRequests": True,
+                                                       "reviewHunks": True}}}})
         conn.notify("initialized", {})
         session = await _open_session(conn, args, workspace, renderer)
         for message in session.get("warnings", []):  # problems in the settings files, repairs

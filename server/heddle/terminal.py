@@ -114,10 +114,62 @@ def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> No
         renderer._line(f"    $ {preview['command']}    (in {preview['cwd']})")
 
 
+async def _prompt(renderer: Renderer, stdin: TerminalLines, question: str) -> str:
+    """The line typed after `question` ("" at end of input)."""
+    renderer.out.write(question)
+    renderer.out.flush()
+    renderer.at_line_start = False
+    line = await stdin.readline()
+    renderer.at_line_start = True
+    return line
+
+
+async def ask_hunks(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """Ask about an edit hunk by hunk, as `git add -p` does: y/n per hunk (n: then an optional
+    message), a: this hunk and the rest, d: none of this one and the rest. End of input
+    rejects the whole call."""
+    hunks = params["preview"]["hunks"]
+    renderer._line(renderer._c("1;33", f"? Allow {params['title']}, hunk by hunk "
+                               f"({len(hunks)} hunks)"))
+    answers: list[dict[str, Any]] = []
+    rest: str | None = None
+    for n, hunk in enumerate(hunks, 1):
+        if rest is None:
+            renderer._line(renderer._c("1", f"  hunk {n} of {len(hunks)}"))
+            renderer.diff(hunk["diff"])
+        while rest is None:
+            line = await _prompt(renderer, stdin, "  apply this hunk? [y] yes  [n] no  "
+                                 "[a] this and the rest  [d] none of this or the rest > ")
+            if not line:
+                return {"decision": "reject"}
+            choice = line.strip().lower()
+            if choice in ("y", "n", "a", "d"):
+                break
+        if rest is not None or choice in ("a", "d"):
+            rest = rest or ("accept" if choice == "a" else "reject")
+            answers.append({"index": hunk["index"], "decision": rest})
+        elif choice == "y":
+            answers.append({"index": hunk["index"], "decision": "accept"})
+        else:
+            message = (await _prompt(renderer, stdin,
+                                     "  message for the agent (optional) > ")).strip()
+            answers.append({"index": hunk["index"], "decision": "reject",
+                            **({"message": message} if message else {})})
+    rejected = [a for a in answers if a["decision"] == "reject"]
+    return {"decision": "allowOnce", **({"hunks": rejected} if rejected else {})}
+
+
 async def ask_user(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]
                    ) -> dict[str, Any]:
-    """Ask on the terminal; the daemon withdrawing the request (the turn was cancelled) ends
-    the question where it stands."""
+    """Ask on the terminal (an edit of several hunks: hunk by hunk); the daemon withdrawing
+    the request (the turn was cancelled) ends the question where it stands."""
+    if len((params.get("preview") or {}).get("hunks") or []) > 1:
+        try:
+            return await ask_hunks(renderer, stdin, params)
+        except asyncio.CancelledError:
+            renderer.end_line()
+            raise
     show_request(renderer, params, "? Allow")
     rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
     always = f"  [a] always allow {rule}" if rule else ""  # none for Heddle's own settings

@@ -24,7 +24,12 @@ def usage(u: core.Usage) -> wire.Usage:
                       model_calls=u.model_calls)
 
 
-def preview(p: core.Preview | None) -> wire.DiffPreview | wire.CommandPreview | None:
+def preview(p: core.Preview | None, texts: bool = True
+            ) -> wire.DiffPreview | wire.CommandPreview | None:
+    """The wire preview; `texts=False`: a diff's path and diff only (for events and
+    transcripts, which need not hold whole files)."""
+    if isinstance(p, core.DiffPreview) and not texts:
+        return wire.DiffPreview(path=p.path, diff=p.diff)
     if isinstance(p, core.DiffPreview):
         return wire.DiffPreview(path=p.path, diff=p.diff, before=p.before, after=p.after,
                                 hunks=[wire.DiffHunk(
@@ -51,7 +56,8 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
             return wev.ToolCallFinishedEvent(tool_call_id=call_id, tool=tool, status=status,
                                              summary=summary, diff=diff)
         case core.PermissionAsked(call_id, title, prev):
-            return wev.PermissionAskedEvent(tool_call_id=call_id, title=title, preview=preview(prev))
+            return wev.PermissionAskedEvent(tool_call_id=call_id, title=title,
+                                           preview=preview(prev, texts=False))
         case core.PermissionAnswered(call_id, decision, rule, reason, scope, hunks, edited):
             return wev.PermissionAnsweredEvent(
                 tool_call_id=call_id, decision=decision, rule=rule, reason=reason, scope=scope,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from concurrent.futures import Future
 from typing import Any
 
 import anyio
@@ -218,7 +219,11 @@ class HeddleProtocol(LanguageServerProtocol):
         However the wait ends without a reply, the client is told with `$/cancelRequest`.
         """
         msg_id = str(uuid.uuid4())
-        future = self.send_request(method, msgspec.to_builtins(params), msg_id=msg_id)
+        # sent and answered as plain JSON, also for LSP methods (`workspace/applyEdit`), which
+        # pygls would wrap in its own types: the caller converts the answer with msgspec
+        future: Future[Any] = Future()
+        self._request_futures[msg_id] = future
+        self.send_raw({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         try:
             with anyio.fail_after(timeout):
                 return await asyncio.wrap_future(future)

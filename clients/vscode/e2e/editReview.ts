@@ -56,6 +56,7 @@ export function editScenarios(suite: () => Suite): void {
     // Wide enough that a half of the editor area shows a diff side by side (VS Code shows it
     // inline below 900 pixels).
     const workbench = await Workbench.open(browser, codeServer.url, folder, { width: 1920, height: 1000 });
+    await workbench.runCommand("View: Close Primary Side Bar");
     return { folder, workbench };
   }
 
@@ -67,8 +68,10 @@ export function editScenarios(suite: () => Suite): void {
   /** The review diff, open and focused, with no quick pick over it. */
   async function review(workbench: Workbench, title: string) {
     const diff = workbench.diffEditor();
-    await workbench.tab(`${title} (review:`).waitFor();
+    await workbench.tab(`Review: ${title}`).waitFor();
     await diff.original.locator(".view-line").first().waitFor();
+    // The hunks' labels come once the extension has placed the cursor on the first one.
+    await until(async () => (await workbench.decorationTexts(diff.modified)).length > 0, "the hunks' labels");
     assert.equal(await workbench.quickInput.isVisible(), false, "no quick pick over the review");
     return diff;
   }
@@ -127,7 +130,7 @@ export function editScenarios(suite: () => Suite): void {
       const file = await workbench.openFile("values.py", "value_1 = 1");
       const fileBox = await file.boundingBox();
       await ask(workbench, "Scale the values");
-      const diff = await review(workbench, "MultiEdit values.py");
+      const diff = await review(workbench, "Edit values.py (3 changes)");
       mark("review open");
       // In the group that showed the file (the panel took the other half): not squeezed beside it.
       const box = await diff.editor.boundingBox();
@@ -140,9 +143,11 @@ export function editScenarios(suite: () => Suite): void {
       await page.keyboard.press("Control+Alt+y");
       await page.keyboard.press("Control+Alt+n");
       await workbench.answerInputBox("Reject change 2 of 3", "keep 14 as it is");
-      await diff.modified.locator(".view-line", { hasText: /^value_14 = 14(?!0)/ }).waitFor();
-      await page.getByText("change 2/3: rejected: “keep 14 as it is”").waitFor();
-      await page.getByText("change 3/3: will be applied").waitFor();
+      await diff.modified.locator(".view-line", { hasText: /^value_14\s=\s14(?!0)/ }).waitFor();
+      const labels = ["change 1/3: will be applied", "change 2/3: rejected: “keep 14 as it is”", "change 3/3: will be applied"];
+      await until(async () => JSON.stringify(await workbench.decorationTexts(diff.modified)) === JSON.stringify(labels), "the labels after the rejection");
+      // (and the diff redrawn: two lines removed on the left, not three)
+      await until(async () => (await diff.original.locator(".view-overlays .line-delete").count()) === 2, "the diff without the rejected change");
       await screenshot(workbench, "vscode-review", true);
 
       await page.locator(".editor-actions [aria-label^='Accept the edit']").first().click();
@@ -182,17 +187,19 @@ export function editScenarios(suite: () => Suite): void {
       await workbench.statusItem("Heddle: ask the agent").waitFor();
       const editor = await workbench.openFile("conf.py", "debug = False");
       await ask(workbench, "Tune the settings");
-      await review(workbench, "MultiEdit conf.py");
+      await review(workbench, "Edit conf.py (2 changes)");
       // Back to the file (its tab is beside the review's), to type a line in it.
       await workbench.tab(/^conf\.py/).click();
       await editor.locator(".view-line", { hasText: "value_6 = 6" }).click();
       await page.keyboard.press("End");
       await page.keyboard.type("\n# typed during the review");
-      await workbench.tab("(review:").click();
+      await workbench.tab("Review: Edit conf.py").click();
       const diff = workbench.diffEditor();
       await diff.modified.locator(".view-line", { hasText: "debug = True" }).click();
       await page.keyboard.press("Control+Alt+n");
       await workbench.answerInputBox("Reject change 1 of 2", "");
+      await diff.modified.locator(".view-line", { hasText: "debug = False" }).waitFor();
+      await diff.modified.locator(".view-line", { hasText: "retries = 3" }).click();
       await page.keyboard.press("Control+Enter");
       const panel = workbench.panel();
       await panel.locator('section.end[data-reason="completed"]').waitFor();
@@ -205,6 +212,15 @@ export function editScenarios(suite: () => Suite): void {
       assert.equal(readFileSync(join(folder, "conf.py"), "utf8"), conf);
     });
   });
+}
+
+/** Resolves once `test` holds, checked every 100 ms; fails after `ms`. */
+async function until(test: () => Promise<boolean>, what: string, ms = 10000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await test())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** The file's text, once it is `expected` (the editor saves in its own time); bounded. */

@@ -98,8 +98,9 @@ export class ProposalFiles implements vscode.FileSystemProvider, vscode.Disposab
   readonly onDidChangeFile = this.changes.event;
   private readonly registration = vscode.workspace.registerFileSystemProvider(PROPOSAL_SCHEME, this, { isCaseSensitive: true });
 
+  /** The proposal for the file at `filePath`: its path (so the breadcrumbs read as the file's), `key` its query. */
   create(key: string, filePath: string, text: string): vscode.Uri {
-    const uri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: `/${key}/${path.basename(filePath)}` });
+    const uri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: vscode.Uri.file(filePath).path, query: key });
     this.files.set(uri.toString(), new TextEncoder().encode(text));
     return uri;
   }
@@ -115,8 +116,6 @@ export class ProposalFiles implements vscode.FileSystemProvider, vscode.Disposab
   stat(uri: vscode.Uri): vscode.FileStat {
     const data = this.files.get(uri.toString());
     if (data) return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: data.byteLength };
-    const prefix = `${uri.toString().replace(/\/$/, "")}/`;
-    if ([...this.files.keys()].some((key) => key.startsWith(prefix))) return { type: vscode.FileType.Directory, ctime: 0, mtime: 0, size: 0 };
     throw vscode.FileSystemError.FileNotFound(uri);
   }
 

@@ -86,6 +86,16 @@ export class Workbench {
         .map((line) => (line.textContent ?? "").replace(/\u00a0/g, " ")));
   }
 
+  /** The texts decorations add after the lines of an editor (CSS `::after` content), in line order. */
+  async decorationTexts(editor: Locator): Promise<string[]> {
+    return editor.locator(".view-lines").first().evaluate((lines) =>
+      Array.from(lines.querySelectorAll<HTMLElement>(".view-line"))
+        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+        .flatMap((line) => Array.from(line.querySelectorAll("span")).map((span) => getComputedStyle(span, "::after").content))
+        .filter((content) => content && content !== "none" && content !== "normal")
+        .map((content) => JSON.parse(content) as string));
+  }
+
   /** The diff editor open with a title containing `title`, and its two sides. */
   diffEditor(): { editor: Locator; original: Locator; modified: Locator } {
     const editor = this.page.locator(".monaco-diff-editor").first();

@@ -14,6 +14,12 @@ import { askMessage } from "./permissionPrompt";
 
 const REVIEWING_KEY = "heddle.reviewing";
 
+/**
+ * Which review a command is for: the proposal's URI (a hover's link passes it as a string, the
+ * editor's title bar as a Uri); none: the review in the active editor.
+ */
+type Target = string | vscode.Uri;
+
 interface Open {
   request: PermissionRequestParams;
   after: string;
@@ -37,14 +43,16 @@ export class ReviewEditor implements vscode.Disposable {
     backgroundColor: new vscode.ThemeColor("diffEditor.unchangedRegionBackground"),
   });
   private readonly disposables: vscode.Disposable[];
+  /** The review commands run one after another: each starts from what the previous one did. */
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly diffs: DiffDocuments, private readonly files: ProposalFiles) {
     this.disposables = [
-      vscode.commands.registerCommand("heddle.review.accept", (uri?: string) => this.accept(uri, "allowOnce")),
-      vscode.commands.registerCommand("heddle.review.acceptAlways", (uri?: string) => this.accept(uri, "allowAlways")),
-      vscode.commands.registerCommand("heddle.review.reject", (uri?: string) => this.reject(uri)),
-      vscode.commands.registerCommand("heddle.review.keepHunk", (uri?: string, index?: number) => this.decide(uri, index, "accept")),
-      vscode.commands.registerCommand("heddle.review.rejectHunk", (uri?: string, index?: number) => this.decide(uri, index, "reject")),
+      vscode.commands.registerCommand("heddle.review.accept", (uri?: Target) => this.run(() => this.accept(uri, "allowOnce"))),
+      vscode.commands.registerCommand("heddle.review.acceptAlways", (uri?: Target) => this.run(() => this.accept(uri, "allowAlways"))),
+      vscode.commands.registerCommand("heddle.review.reject", (uri?: Target) => this.run(() => this.reject(uri))),
+      vscode.commands.registerCommand("heddle.review.keepHunk", (uri?: Target, index?: number) => this.run(() => this.decide(uri, index, "accept"))),
+      vscode.commands.registerCommand("heddle.review.rejectHunk", (uri?: Target, index?: number) => this.run(() => this.decide(uri, index, "reject"))),
       vscode.workspace.onDidChangeTextDocument((event) => this.changed(event)),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorateAll()),
       vscode.window.tabGroups.onDidChangeTabs((event) => {
@@ -74,8 +82,7 @@ export class ReviewEditor implements vscode.Disposable {
     try {
       if (signal.aborted) return { decision: "reject" };
       this.setContext();
-      const count = hunks.length === 1 ? "1 change" : `${hunks.length} changes`;
-      await vscode.commands.executeCommand("vscode.diff", left, right, `${request.title} (review: ${count})`, {
+      await vscode.commands.executeCommand("vscode.diff", left, right, `Review: ${request.title}`, {
         viewColumn: columnFor(preview.path),
         preview: false,
         preserveFocus: false,
@@ -97,17 +104,24 @@ export class ReviewEditor implements vscode.Disposable {
     this.disposables.forEach((d) => d.dispose());
   }
 
+  private run(command: () => void | Promise<void>): Promise<void> {
+    this.queue = this.queue.then(command).catch((error: unknown) => {
+      void vscode.window.showErrorMessage(`Heddle: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    return this.queue;
+  }
+
   /** The review a command is for: the one named, else the one in the active editor. */
-  private target(uri?: string): Open | undefined {
-    if (uri) return this.open.get(uri);
+  private target(uri?: Target): Open | undefined {
+    if (uri) return this.open.get(uri.toString());
     const active = vscode.window.activeTextEditor?.document.uri;
     if (active?.scheme === PROPOSAL_SCHEME) return this.open.get(active.toString());
     // The left side has focus: its review is the one whose right side is beside it.
     const key = active?.path.split("/")[1];
-    return [...this.open.values()].find((open) => open.right.path.split("/")[1] === key) ?? (this.open.size === 1 ? [...this.open.values()][0] : undefined);
+    return [...this.open.values()].find((open) => open.right.query === key) ?? (this.open.size === 1 ? [...this.open.values()][0] : undefined);
   }
 
-  private accept(uri: string | undefined, decision: "allowOnce" | "allowAlways"): void {
+  private accept(uri: Target | undefined, decision: "allowOnce" | "allowAlways"): void {
     const open = this.target(uri);
     if (!open) return;
     const document = this.document(open);
@@ -118,7 +132,7 @@ export class ReviewEditor implements vscode.Disposable {
     open.finish(open.review.answer(base, text, open.after, open.messages));
   }
 
-  private async reject(uri: string | undefined): Promise<void> {
+  private async reject(uri: Target | undefined): Promise<void> {
     const open = this.target(uri);
     if (!open) return;
     const message = await askMessage("Reject the edit", "Tell Heddle why, or what to do instead (optional). Press Enter to reject.", open.signal);
@@ -126,7 +140,7 @@ export class ReviewEditor implements vscode.Disposable {
   }
 
   /** Keep or reject one hunk: the one named, else the one at the cursor. */
-  private async decide(uri: string | undefined, index: number | undefined, decision: "accept" | "reject"): Promise<void> {
+  private async decide(uri: Target | undefined, index: number | undefined, decision: "accept" | "reject"): Promise<void> {
     const open = this.target(uri);
     if (!open) return;
     const editor = this.editor(open);
@@ -143,12 +157,13 @@ export class ReviewEditor implements vscode.Disposable {
       );
       if (!this.open.has(open.right.toString())) return;
     }
+    // The message is kept first, so the labels drawn on the document's change show it.
+    if (message) open.messages.set(i, message);
+    else open.messages.delete(i);
     const { span, text } = open.review.replacement(i, decision);
     const edit = new vscode.WorkspaceEdit();
     edit.replace(open.right, new vscode.Range(span.start, 0, span.end, 0), text);
     await vscode.workspace.applyEdit(edit);
-    if (message) open.messages.set(i, message);
-    else open.messages.delete(i);
     this.decorateAll();
     this.revealHunk(open, Math.min(i + 1, open.review.hunks.length - 1));
   }

@@ -156,6 +156,8 @@ export function editScenarios(suite: () => Suite): void {
       mark("turn completed");
       // The model's answer came only because its request carried the rejection and its message.
       assert.equal(await panel.locator("section.assistant").last().innerText(), "Scaled 2 and 26; 14 stays as it is.");
+      const tool = panel.locator("section.tool").last();
+      assert.equal(await tool.locator(".decision").innerText(), "Permission: allowed once, 2 of 3 changes kept (change 2 rejected: “keep 14 as it is”)");
       await waitForFile(join(folder, "values.py"), numbered(30, (i) => (i === 2 || i === 26 ? i * 10 : i)));
       await diff.editor.waitFor({ state: "detached" });
     });

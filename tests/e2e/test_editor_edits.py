@@ -17,7 +17,9 @@ from buffers import apply_edits
 from e2e import lsp
 from e2e.test_permissions import DONE, last_results, tool
 from e2e.test_turns import new_session
+from heddle.rpc.protocol import heddle_converter
 
+CONVERTER = heddle_converter()
 STALE = "the file changed in the editor since the agent read it"
 
 
@@ -75,8 +77,8 @@ def client_factory(editors: list[Editor]):
 
         @client.feature("workspace/applyEdit")
         async def on_apply(params):
-            params = client.protocol._converter.unstructure(params) \
-                if not isinstance(params, dict) else params
+            if not isinstance(params, dict):  # pygls gives an LSP method's params as its type
+                params = CONVERTER.unstructure(params)
             editor.requests.append(params)
             result = editor.answer(params)
             return await result if asyncio.iscoroutine(result) else result
@@ -192,6 +194,13 @@ async def test_the_editor_refusing_the_edit_is_a_tool_error(editor, scripted, wo
         "The editor did not apply the edit to app.py: it answered with an error: ")
     assert "the buffer is read-only" in result["content"]
     assert app.read_text() == on_disk
+
+    editor.answer = lambda params: {"applied": "yes"}  # not an ApplyWorkspaceEditResult
+    await run_turn(editor, scripted, workspace, "garbled", [edit])
+    (result,) = last_results(scripted, "garbled")
+    assert result["is_error"] and result["content"].startswith(
+        "The editor did not apply the edit to app.py: its answer was invalid: Expected `bool`")
+    assert app.read_text() == on_disk and editor.text(app) == on_disk + "# more\n"
 
 
 async def test_no_answer_to_apply_edit_is_a_tool_error(daemon_env, daemon_command, scripted,

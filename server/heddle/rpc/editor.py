@@ -12,6 +12,7 @@ import difflib
 import logging
 import re
 
+import anyio
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
@@ -75,10 +76,12 @@ class LspEditor:
         return str(getattr(encoding, "value", encoding) or "utf-16")
 
     async def apply(self, buffer: Buffer, new_text: str, label: str) -> str | None:
+        encoding = self._encoding()
+        edits = await anyio.to_thread.run_sync(line_edits, buffer.text, new_text, encoding)
         params = wire.ApplyWorkspaceEditParams(label=label, edit=wire.WorkspaceEdit(
             document_changes=[wire.TextDocumentEdit(
                 text_document=wire.VersionedDocument(uri=buffer.uri, version=buffer.version),
-                edits=line_edits(buffer.text, new_text, self._encoding()))]))
+                edits=edits)]))
         try:
             raw = await self._server.protocol.request("workspace/applyEdit", params,
                                                       self._timeout)

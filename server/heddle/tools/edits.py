@@ -41,7 +41,7 @@ class Write(ToolBase):
 
     async def preview(self, inp: WriteInput, ctx: ToolContext) -> DiffPreview:
         cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
-        return diff_preview(ctx, Path(inp.path), cur.text or "", inp.content)
+        return await diff_preview(ctx, Path(inp.path), cur.text or "", inp.content)
 
     async def run(self, inp: WriteInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
@@ -113,7 +113,7 @@ class MultiEdit(ToolBase):
     async def preview(self, inp: MultiEditInput, ctx: ToolContext) -> DiffPreview:
         cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
         before, after, _ = self._apply(inp, cur.text)
-        return diff_preview(ctx, Path(inp.path), before or "", after)
+        return await diff_preview(ctx, Path(inp.path), before or "", after)
 
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)

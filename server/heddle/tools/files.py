@@ -144,7 +144,7 @@ class Edit(ToolBase):
     async def preview(self, inp: EditInput, ctx: ToolContext) -> DiffPreview | None:
         cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
         before, after, _ = self._apply(inp, cur.text)
-        return diff_preview(ctx, Path(inp.path), before, after)
+        return await diff_preview(ctx, Path(inp.path), before, after)
 
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)

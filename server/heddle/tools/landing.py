@@ -9,6 +9,7 @@ written, and a document with unsaved changes is refused (writing would clobber t
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,17 +57,21 @@ def current(ctx: ToolContext, path: Path) -> Current:
     """The text an edit of `path` starts from (reads the disk: call it in a thread)."""
     docs = ctx.documents
     if docs is not None and docs.editor is not None and (buf := docs.buffer(path)) is not None:
-        return Current(buf.text, buf)
+        # an empty buffer of a file that is not on disk yet is a file to create
+        return Current(buf.text if buf.text or os.path.lexists(path) else None, buf)
     ctx.check_unsaved(path)
     return Current(read_text(path))
 
 
-def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) -> DiffPreview:
-    """The permission preview of changing `path` from `before` to `after`."""
-    diff = unified_diff(ctx.relative(path), before, after)
-    if not reviewable(before, after):
-        return DiffPreview(str(path), diff)
-    return DiffPreview(str(path), diff, before, after, split(before, after))
+async def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) -> DiffPreview:
+    """The permission preview of changing `path` from `before` to `after` (diffing a large
+    file takes a while: not on the event loop)."""
+    def preview() -> DiffPreview:
+        diff = unified_diff(ctx.relative(path), before, after)
+        if not reviewable(before, after):
+            return DiffPreview(str(path), diff)
+        return DiffPreview(str(path), diff, before, after, split(before, after))
+    return await anyio.to_thread.run_sync(preview)
 
 
 async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: str) -> None:
@@ -97,5 +102,6 @@ async def land_reviewed(ctx: ToolContext, path: Path, review: Review, tool: str)
     else:
         taken = sum(d.decision == "accept" for d in review.decisions)
         summary = f"{taken} of {len(review.hunks)} hunks"
-    return ToolOutput(describe(rel, review), summary,
-                      diff=unified_diff(rel, review.before, review.written))
+    content, diff = await anyio.to_thread.run_sync(
+        lambda: (describe(rel, review), unified_diff(rel, review.before, review.written)))
+    return ToolOutput(content, summary, diff=diff)

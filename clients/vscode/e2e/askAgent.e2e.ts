@@ -2,9 +2,9 @@
  * End to end in a real VS Code: code-server with the packaged VSIX, driven in headless chromium.
  * The extension starts the real daemon, which talks to the scripted model server.
  *
- *  - Ask agent from the command palette with a selection, allow the edit (after looking at the
- *    diff), reject a command with a message, see the streamed markdown answer in the panel, and
- *    find the edit on disk.
+ *  - Ask agent from the command palette with a selection, accept the edit in its review, reject
+ *    a command with a message, see the streamed markdown answer in the panel, and find the edit
+ *    on disk.
  *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
  *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session;
  *    after "Restart daemon" the next request runs in a new session.
@@ -21,56 +21,21 @@
  */
 
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { after, before, describe, it } from "node:test";
 import type { Browser } from "playwright-core";
 import { heddleScript, startScripted, tempDir, type Scripted } from "../test/support/processes";
 import { startCodeServer, type CodeServer } from "./support/codeServer";
+import { editScenarios, EDIT_MODELS } from "./editReview";
+import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { launchBrowser, Workbench } from "./support/workbench";
 
 const HERE = resolve(__dirname, "..", "..");
-const REPO = resolve(HERE, "..", "..");
-const ARTIFACTS = join(HERE, ".e2e", "artifacts");
 const SCENARIOS = join(HERE, "test", "scenarios");
 const VSIX = process.env.HEDDLE_VSIX ?? join(HERE, "dist", "heddle.vsix");
 /** A cancelled turn must end within this long after the click. */
 const CANCEL_MS = 3000;
-
-function makeWorkspace(root: string, name: string, model: string, files: Record<string, string>): string {
-  const folder = join(root, name);
-  mkdirSync(join(folder, ".vscode"), { recursive: true });
-  writeFileSync(join(folder, ".vscode", "settings.json"), JSON.stringify({ "heddle.model": model }, null, 2));
-  for (const [file, text] of Object.entries(files)) writeFileSync(join(folder, file), text);
-  return folder;
-}
-
-async function screenshot(workbench: Workbench, name: string, forDocs = false): Promise<void> {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  const file = join(ARTIFACTS, `${name}.png`);
-  await workbench.page.screenshot({ path: file });
-  if (forDocs && process.env.HEDDLE_UPDATE_SCREENSHOTS === "1") {
-    copyFileSync(file, join(REPO, "docs", "images", `${name}.png`));
-  }
-}
-
-/** Logs how long into the test each milestone came, for the CI log. */
-function milestones(t: TestContext): (what: string) => void {
-  const start = Date.now();
-  return (what) => t.diagnostic(`${((Date.now() - start) / 1000).toFixed(1)}s ${what}`);
-}
-
-/** Run `body`; on failure keep a screenshot of the page for the CI log. */
-async function withPage(t: TestContext, workbench: Workbench, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    await screenshot(workbench, `failure-${t.name.replace(/\W+/g, "-").slice(0, 60)}`).catch(() => undefined);
-    throw error;
-  } finally {
-    await workbench.close();
-  }
-}
 
 describe("Heddle in VS Code (code-server, headless chromium)", () => {
   let root: ReturnType<typeof tempDir>;
@@ -80,7 +45,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello"].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
@@ -100,6 +65,9 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
         "update.mode": "none",
         "window.commandCenter": false,
         "editor.minimap.enabled": false,
+        // The edit scenarios keep unsaved changes in buffers.
+        "files.autoSave": "off",
+        "files.hotExit": "off",
       },
     });
     browser = await launchBrowser();
@@ -109,10 +77,11 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     await browser?.close().catch(() => undefined);
     await codeServer?.stop();
     await scripted?.stop();
-    root?.remove();
+    // HEDDLE_E2E_KEEP=1 keeps the folders, profile and logs, to look at after a failure.
+    if (process.env.HEDDLE_E2E_KEEP !== "1") root?.remove();
   });
 
-  it("Ask agent: permission prompts (allow an edit, reject a command), streamed answer, edit on disk", async (t) => {
+  it("Ask agent: an edit's review, a command's permission prompt (rejected), streamed answer, edit on disk", async (t) => {
     const mark = milestones(t);
     const folder = makeWorkspace(root.path, "edit", "vscode-e2e", { "hello.py": 'print("Hello, wrold")\n' });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
@@ -131,33 +100,29 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       const inputMessage = await workbench.answerInputBox("Ask Heddle", "Fix the typo in hello.py");
       assert.match(inputMessage, /Context: hello\.py:1-1/);
 
-      // The permission prompt names the tool and what it will do, and offers the three choices.
-      const prompt = workbench.quickInput.filter({ hasText: "Heddle wants to use Edit" });
-      await prompt.waitFor();
-      mark("permission prompt shown");
-      assert.equal(await prompt.locator("input").getAttribute("placeholder"), "Edit hello.py");
-      const rows = await prompt.locator(".quick-input-list .monaco-list-row").allInnerTexts();
-      const labels = rows.map((row) => row.replace(/\s+/g, " ").trim());
-      assert.ok(labels.some((l) => l.startsWith("Allow once")), `Allow once in ${JSON.stringify(labels)}`);
-      assert.ok(labels.some((l) => /^Always allow .*Edit\(hello\.py\)/.test(l)), `the rule in ${JSON.stringify(labels)}`);
-      assert.ok(labels.some((l) => l.startsWith("Reject")), `Reject in ${JSON.stringify(labels)}`);
-
-      // "Show diff" opens VS Code's diff view of before/after and keeps the prompt open.
-      await workbench.quickInputRow("Show diff").click();
-      const diffEditor = page.locator(".monaco-diff-editor").first();
-      await diffEditor.locator(".modified", { hasText: "Hello, world" }).waitFor();
-      await diffEditor.locator(".original", { hasText: "Hello, wrold" }).waitFor();
-      await prompt.waitFor();
-      await screenshot(workbench, "vscode-permission", true);
-
-      await workbench.quickInputRow("Allow once").click();
+      // The edit opens for review in the diff editor, with no quick pick over it.
+      const review = workbench.diffEditor();
+      await workbench.tab("Review: Edit hello.py").waitFor();
+      mark("review shown");
+      await review.modified.locator(".view-line", { hasText: "Hello, world" }).waitFor();
+      await review.original.locator(".view-line", { hasText: "Hello, wrold" }).waitFor();
+      assert.equal(await workbench.quickInput.isVisible(), false);
+      await page.locator(".editor-actions [aria-label^='Accept the edit']").first().click();
       // Answered, the proposal is stale: its diff view closes.
-      await diffEditor.waitFor({ state: "detached" });
+      await review.editor.waitFor({ state: "detached" });
 
-      // Reject the command, telling the agent why (the scenario only goes on if the model hears it).
+      // The permission prompt for a command names it and where it runs, and offers the three choices.
       const commandPrompt = workbench.quickInput.filter({ hasText: "Heddle wants to use Bash" });
       await commandPrompt.waitFor();
       assert.match(await commandPrompt.locator("input").getAttribute("placeholder") ?? "", /python3 hello\.py > out\.txt — in /);
+      const rows = await commandPrompt.locator(".quick-input-list .monaco-list-row").allInnerTexts();
+      const labels = rows.map((row) => row.replace(/\s+/g, " ").trim());
+      assert.ok(labels.some((l) => l.startsWith("Allow once")), `Allow once in ${JSON.stringify(labels)}`);
+      assert.ok(labels.some((l) => l.startsWith("Always allow Bash(python3 hello.py > out.txt)")), `the rule in ${JSON.stringify(labels)}`);
+      assert.ok(labels.some((l) => l.startsWith("Reject")), `Reject in ${JSON.stringify(labels)}`);
+      await screenshot(workbench, "vscode-permission", true);
+
+      // Reject the command, telling the agent why (the scenario only goes on if the model hears it).
       await workbench.quickInputRow("Reject").click();
       await workbench.answerInputBox("Tell Heddle why", "No need to run it");
 
@@ -345,4 +310,6 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       assert.match(await panel.locator("#session").innerText(), /^vscode-hello · /);
     });
   });
+
+  editScenarios(() => ({ root: root.path, codeServer, browser }));
 });

@@ -13,6 +13,7 @@ import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
 import { Panel } from "./ui/panel";
 import { askPermission } from "./ui/permissionPrompt";
+import { ReviewEditor } from "./ui/reviewEditor";
 import { StatusItem } from "./ui/statusBar";
 import { WorkspaceTrust } from "./workspaceTrust";
 
@@ -24,6 +25,8 @@ export class Commands implements vscode.Disposable {
   private readonly panel: Panel;
   private readonly status = new StatusItem();
   private readonly diffs = new editor.DiffDocuments();
+  private readonly proposals = new editor.ProposalFiles();
+  private readonly reviews = new ReviewEditor(this.diffs, this.proposals);
   private progress?: vscode.Progress<{ message?: string }>;
   private activity?: string;
   private readonly disposables: vscode.Disposable[] = [];
@@ -37,7 +40,7 @@ export class Commands implements vscode.Disposable {
       },
       showMessage: (params) => showMessage(params),
       askPermission: async (request, signal) => {
-        const answer = await askPermission(request, signal, this.diffs);
+        const answer = await askPermission(request, signal, this.diffs, this.reviews);
         if (answer.message) this.panel.dispatch({ type: "answered", toolCallId: request.toolCallId, message: answer.message });
         return answer;
       },
@@ -120,6 +123,8 @@ export class Commands implements vscode.Disposable {
     this.disposables.forEach((d) => d.dispose());
     this.panel.dispose();
     this.status.dispose();
+    this.reviews.dispose();
+    this.proposals.dispose();
     this.diffs.dispose();
   }
 

@@ -7,25 +7,42 @@
 
 import * as vscode from "vscode";
 import {
+  CancellationToken,
   CloseAction,
   ErrorAction,
   LanguageClient,
   State,
   type ClientCapabilities,
+  type DocumentSelector,
   type LanguageClientOptions,
   type ServerOptions,
   type StaticFeature,
 } from "vscode-languageclient/node";
-import { PROTOCOL_VERSION, type ServerHeddleCapabilities } from "./protocol.generated";
+import { applyWorkspaceEdit } from "./applyEdit";
+import { Methods, PROTOCOL_VERSION, type ApplyWorkspaceEditParams, type ClientHeddleCapabilities, type ServerHeddleCapabilities } from "./protocol.generated";
 import type { CancellationSignal, Disposable, Rpc } from "./session";
 import * as settings from "./settings";
 
 const STOP_TIMEOUT_MS = 3000;
 
-/** Announces `capabilities.experimental.heddle` so the daemon sends permission requests. */
+/** What the daemon may register dynamically: document sync and workspace notifications. */
+const DYNAMIC_METHODS = new Set([
+  "textDocument/didOpen",
+  "textDocument/didChange",
+  "textDocument/didClose",
+  "workspace/didChangeWorkspaceFolders",
+  "workspace/didChangeWatchedFiles",
+]);
+
+/**
+ * Announces `capabilities.experimental.heddle`: the daemon sends permission requests, and edits
+ * can be answered per hunk (the review diff). The standard `workspace.applyEdit` and
+ * `workspaceEdit.documentChanges` the LanguageClient declares itself.
+ */
 class HeddleFeature implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
-    capabilities.experimental = { ...(capabilities.experimental as object), heddle: { permissionRequests: true } };
+    const heddle: ClientHeddleCapabilities = { permissionRequests: true, reviewHunks: true };
+    capabilities.experimental = { ...(capabilities.experimental as object), heddle };
   }
   initialize(): void {}
   getState() {
@@ -131,8 +148,16 @@ export class Daemon implements Rpc, vscode.Disposable {
     };
     const clientOptions: LanguageClientOptions = {
       outputChannel: this.log,
-      // The daemon reads files itself; it needs no document sync.
-      documentSelector: [],
+      // The daemon sees the buffers of the workspace's files (reads get the unsaved text, edits
+      // go through the editor). Nothing else: it provides no language features.
+      documentSelector: documentSelector(),
+      middleware: {
+        // Only document sync may be registered dynamically, so the daemon can never take over
+        // completion, hover or the like for the user's files.
+        handleRegisterCapability: async (params, next) => {
+          await next({ registrations: params.registrations.filter((r) => DYNAMIC_METHODS.has(r.method)) }, CancellationToken.None);
+        },
+      },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: () => {
@@ -146,6 +171,11 @@ export class Daemon implements Rpc, vscode.Disposable {
     client.registerFeature(new HeddleFeature());
     for (const [method, handler] of this.notificationHandlers) client.onNotification(method, handler);
     for (const [method, handler] of this.requestHandlers) client.onRequest(method, handler);
+    // Installed after the client's own handler, so it takes its place: it says why an edit was
+    // not applied and saves per `heddle.saveAfterEdit` (vscode-languageclient 9 has no middleware
+    // for this request).
+    client.onRequest(Methods.WorkspaceApplyEdit, (params: ApplyWorkspaceEditParams) =>
+      applyWorkspaceEdit(params, client.protocol2CodeConverter, this.log));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client) this.stateEmitter.fire("stopped");
     });
@@ -169,6 +199,15 @@ export class Daemon implements Rpc, vscode.Disposable {
     this.stateEmitter.fire("running");
     return client;
   }
+}
+
+/** `file:` documents under the workspace folders (as the window opened with them). */
+function documentSelector(): DocumentSelector {
+  // A RelativePattern, not a glob of the path, so folders with `[` or `{` in their names work;
+  // vscode-languageclient hands the pattern to VS Code's matcher as it is.
+  return (vscode.workspace.workspaceFolders ?? [])
+    .filter((folder) => folder.uri.scheme === "file")
+    .map((folder) => ({ scheme: "file", pattern: new vscode.RelativePattern(folder, "**/*") as unknown as string }));
 }
 
 export class DaemonStartError extends Error {

@@ -1,6 +1,7 @@
 /**
  * A thin wrapper over the vscode API for what Heddle needs from the editor: the workspace, the
- * active file and selection as context, a context key, and a before/after diff view.
+ * active file and selection as context, a context key, the read-only texts of diff views, and
+ * the writable proposal documents of the edit review.
  */
 
 import * as path from "node:path";
@@ -8,6 +9,7 @@ import * as vscode from "vscode";
 import type { ContextItem } from "./protocol.generated";
 
 const DIFF_SCHEME = "heddle-diff";
+export const PROPOSAL_SCHEME = "heddle-proposal";
 
 /** The folder sessions run in: the first workspace folder, else the active file's folder. */
 export function workspaceFolder(): string | undefined {
@@ -50,6 +52,13 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider, vscode
     return this.texts.get(uri.toString()) ?? "";
   }
 
+  /** A read-only document with `text`, for the left side of a diff view. */
+  register(key: string, side: string, filePath: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${key}/${side}/${path.basename(filePath)}` });
+    this.texts.set(uri.toString(), text);
+    return uri;
+  }
+
   /** Open the diff view of `before` → `after` for the file at `filePath`. */
   async show(key: string, filePath: string, before: string, after: string, title: string): Promise<void> {
     const name = path.basename(filePath);
@@ -77,6 +86,87 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider, vscode
     this.registration.dispose();
     this.texts.clear();
   }
+}
+
+/**
+ * The proposals under review, as files in memory: the right side of the review diff, which the
+ * user may edit (and even save, which keeps the text here) before answering.
+ */
+export class ProposalFiles implements vscode.FileSystemProvider, vscode.Disposable {
+  private readonly files = new Map<string, Uint8Array>();
+  private readonly changes = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changes.event;
+  private readonly registration = vscode.workspace.registerFileSystemProvider(PROPOSAL_SCHEME, this, { isCaseSensitive: true });
+
+  /** The proposal for the file at `filePath`: its path (so the breadcrumbs read as the file's), `key` its query. */
+  create(key: string, filePath: string, text: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: vscode.Uri.file(filePath).path, query: key });
+    this.files.set(uri.toString(), new TextEncoder().encode(text));
+    return uri;
+  }
+
+  delete(uri: vscode.Uri): void {
+    this.files.delete(uri.toString());
+  }
+
+  watch(): vscode.Disposable {
+    return new vscode.Disposable(() => undefined);
+  }
+
+  stat(uri: vscode.Uri): vscode.FileStat {
+    const data = this.files.get(uri.toString());
+    if (data) return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: data.byteLength };
+    throw vscode.FileSystemError.FileNotFound(uri);
+  }
+
+  readDirectory(): [string, vscode.FileType][] {
+    return [];
+  }
+
+  readFile(uri: vscode.Uri): Uint8Array {
+    const data = this.files.get(uri.toString());
+    if (!data) throw vscode.FileSystemError.FileNotFound(uri);
+    return data;
+  }
+
+  writeFile(uri: vscode.Uri, content: Uint8Array): void {
+    if (!this.files.has(uri.toString())) throw vscode.FileSystemError.NoPermissions(uri);
+    this.files.set(uri.toString(), content);
+    this.changes.fire([{ type: vscode.FileChangeType.Changed, uri }]);
+  }
+
+  createDirectory(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  rename(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  dispose(): void {
+    this.registration.dispose();
+    this.changes.dispose();
+    this.files.clear();
+  }
+}
+
+/** The group to open a review in: the one showing the file, else the active editor's, else the first. */
+export function columnFor(filePath: string): vscode.ViewColumn {
+  const editors = vscode.window.visibleTextEditors.filter((e) => e.viewColumn !== undefined);
+  const showing = editors.find((e) => e.document.uri.scheme === "file" && e.document.uri.fsPath === filePath);
+  return showing?.viewColumn ?? vscode.window.activeTextEditor?.viewColumn ?? editors[0]?.viewColumn ?? vscode.ViewColumn.One;
+}
+
+/** Close every tab showing `uri` (alone or as a diff's right side), without asking to save. */
+export async function closeTabs(uri: vscode.Uri): Promise<void> {
+  const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs).filter((tab) => showsUri(tab, uri));
+  if (tabs.length) await vscode.window.tabGroups.close(tabs, true).then(undefined, () => undefined);
+}
+
+export function showsUri(tab: vscode.Tab, uri: vscode.Uri): boolean {
+  const input = tab.input;
+  const shown = input instanceof vscode.TabInputTextDiff ? input.modified : input instanceof vscode.TabInputText ? input.uri : undefined;
+  return shown?.toString() === uri.toString();
 }
 
 export async function readFileOrEmpty(filePath: string): Promise<string> {

@@ -37,6 +37,13 @@ export function permissionMode(): PermissionMode | undefined {
   return inspected?.globalValue ?? inspected?.globalLanguageValue;
 }
 
+export type SaveAfterEdit = "ifClean" | "always" | "never";
+
+/** Whether to save a file after the agent's edit of it went through the editor. */
+export function saveAfterEdit(): SaveAfterEdit {
+  return read<SaveAfterEdit>("saveAfterEdit");
+}
+
 export function affectsDaemon(event: vscode.ConfigurationChangeEvent): boolean {
   return event.affectsConfiguration(`${SECTION}.server`);
 }

@@ -4,7 +4,7 @@
  * the same reducer on the same actions, repainting only the blocks an action touched.
  */
 
-import type { AgentEventEvent, ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+import type { AgentEventEvent, ContextItem, PermissionAnsweredEvent, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 
 export type ToolState = "pending" | "asking" | "running" | "ok" | "error" | "rejected" | "cancelled";
 
@@ -129,7 +129,7 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "permissionAnswered":
       return upsertTool(t, serial, event.toolCallId, {
         state: event.decision === "reject" ? "rejected" : "running",
-        decision: describeDecision(event.decision, event.rule, event.reason),
+        decision: describeDecision(event.decision, event.rule, event.reason) + describeReview(event),
       });
     case "toolCallFinished":
       return upsertTool(t, serial, event.toolCallId, {
@@ -306,6 +306,17 @@ function describeDecision(decision: string, rule?: string | null, reason?: strin
   if (rule) text += ` (${rule})`;
   if (reason) text += ` — ${reason}`;
   return text;
+}
+
+/** What the user kept of a reviewed edit: `, 2 of 3 changes kept (change 2 rejected: “…”)`. */
+function describeReview(answer: Pick<PermissionAnsweredEvent, "hunks" | "edited">): string {
+  if (answer.edited) return ", with your own text";
+  const hunks = answer.hunks ?? [];
+  const rejected = hunks.filter((hunk) => hunk.decision === "reject");
+  if (!rejected.length) return "";
+  const kept = hunks.length - rejected.length;
+  const which = rejected.map((hunk) => `change ${hunk.index + 1} rejected${hunk.message ? `: “${hunk.message}”` : ""}`);
+  return `, ${kept} of ${hunks.length} changes kept (${which.join("; ")})`;
 }
 
 /** Short human words for a terminal reason. */

@@ -28,6 +28,22 @@ describe("transcript", () => {
     assert.equal(t.blocks[1].kind === "assistant" && t.blocks[1].text, "Hello **there**");
   });
 
+  it("says what the user kept of a reviewed edit", () => {
+    const decision = (answered: Record<string, unknown>) => {
+      const t = run([event({ kind: "toolCallStarted", toolCallId: "r", tool: "MultiEdit" }), event({ kind: "permissionAnswered", toolCallId: "r", ...answered })]);
+      const block = t.blocks[0];
+      return block.kind === "tool" ? block.decision : undefined;
+    };
+    const hunks = [
+      { index: 0, decision: "accept" },
+      { index: 1, decision: "reject", message: "keep 14 as it is" },
+      { index: 2, decision: "reject" },
+    ];
+    assert.equal(decision({ decision: "allowOnce", hunks }), "allowed once, 1 of 3 changes kept (change 2 rejected: “keep 14 as it is”; change 3 rejected)");
+    assert.equal(decision({ decision: "allowOnce", edited: true }), "allowed once, with your own text");
+    assert.equal(decision({ decision: "allowOnce", hunks: [{ index: 0, decision: "accept" }] }), "allowed once");
+  });
+
   it("follows a tool call from start through permission to its result", () => {
     const t = run([
       event({ kind: "toolCallStarted", toolCallId: "c1", tool: "Edit" }),

@@ -27,8 +27,8 @@ export function launchBrowser(): Promise<Browser> {
 export class Workbench {
   constructor(readonly page: Page) {}
 
-  static async open(browser: Browser, url: string, folder: string): Promise<Workbench> {
-    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+  static async open(browser: Browser, url: string, folder: string, viewport = { width: 1440, height: 860 }): Promise<Workbench> {
+    const page = await browser.newPage({ viewport });
     page.setDefaultTimeout(STEP_MS);
     await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`, { timeout: 60000 });
     await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
@@ -76,6 +76,39 @@ export class Workbench {
     await input.fill(value);
     await input.press("Enter");
     return message;
+  }
+
+  /** The lines an editor shows (all of a short file), in order, spaces as typed. */
+  async lines(editor: Locator): Promise<string[]> {
+    return editor.locator(".view-lines").first().evaluate((lines) =>
+      Array.from(lines.querySelectorAll<HTMLElement>(".view-line"))
+        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+        .map((line) => (line.textContent ?? "").replace(/\u00a0/g, " ")));
+  }
+
+  /** The texts decorations add after the lines of an editor (CSS `::after` content), in line order. */
+  async decorationTexts(editor: Locator): Promise<string[]> {
+    return editor.locator(".view-lines").first().evaluate((lines) =>
+      Array.from(lines.querySelectorAll<HTMLElement>(".view-line"))
+        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+        .flatMap((line) => Array.from(line.querySelectorAll("span")).map((span) => getComputedStyle(span, "::after").content))
+        .filter((content) => content && content !== "none" && content !== "normal")
+        .map((content) => JSON.parse(content) as string));
+  }
+
+  /** The diff editor open with a title containing `title`, and its two sides. */
+  diffEditor(): { editor: Locator; original: Locator; modified: Locator } {
+    const editor = this.page.locator(".monaco-diff-editor").first();
+    return { editor, original: editor.locator(".editor.original"), modified: editor.locator(".editor.modified") };
+  }
+
+  tab(text: string | RegExp): Locator {
+    return this.page.locator(".tabs-container .tab", { hasText: text });
+  }
+
+  /** The tab of a file with unsaved changes. */
+  dirtyTab(text: string | RegExp): Locator {
+    return this.page.locator(".tabs-container .tab.dirty", { hasText: text });
   }
 
   statusItem(label: string): Locator {

@@ -1,13 +1,17 @@
 /**
- * The permission prompt: a native quick pick naming the tool and what it will do, offering the
- * daemon's choices (Allow once / Always allow with its rule / Reject with an optional message)
- * and, for edits, "Show diff" to open the change in VS Code's diff view.
+ * The permission prompt. An edit whose preview carries the texts is reviewed in the diff editor
+ * (./reviewEditor.ts). Anything else gets a native quick pick naming the tool and what it will
+ * do, offering the daemon's choices (Allow once / Always allow with its rule / Reject with an
+ * optional message) and, for an edit too large to review, "Show diff" to open the change in
+ * VS Code's diff view.
  */
 
 import * as vscode from "vscode";
 import type { PermissionOption, PermissionRequestParams, PermissionRequestResult } from "../protocol.generated";
 import { applyUnifiedDiff } from "../unifiedDiff";
 import { DiffDocuments, readFileOrEmpty } from "../editor";
+import { reviewable } from "../review";
+import type { ReviewEditor } from "./reviewEditor";
 
 type Decision = PermissionOption["decision"];
 
@@ -28,12 +32,18 @@ export async function askPermission(
   request: PermissionRequestParams,
   signal: AbortSignal,
   diffs: DiffDocuments,
+  reviews: ReviewEditor,
 ): Promise<PermissionRequestResult> {
+  const preview = request.preview;
+  if (preview?.kind === "diff" && typeof preview.before === "string" && typeof preview.after === "string" && preview.hunks) {
+    const hunks = reviewable(preview.before, preview.after, preview.hunks);
+    if (hunks) return reviews.ask(request, hunks, signal);
+  }
   const choice = await pick(request, signal, diffs);
   void diffs.forget(request.toolCallId);
   if (!choice?.decision || signal.aborted) return { decision: "reject" };
   if (choice.decision === "reject") {
-    const message = await askReason(signal);
+    const message = await askMessage("Reject", "Tell Heddle why, or what to do instead (optional). Press Enter to reject.", signal);
     return message ? { decision: "reject", message } : { decision: "reject" };
   }
   return choice.rule ? { decision: choice.decision, rule: choice.rule } : { decision: choice.decision };
@@ -109,8 +119,8 @@ function pick(request: PermissionRequestParams, signal: AbortSignal, diffs: Diff
 async function showDiff(request: PermissionRequestParams, diffs: DiffDocuments): Promise<void> {
   const preview = request.preview;
   if (preview?.kind !== "diff") return;
-  const before = await readFileOrEmpty(preview.path);
-  const after = applyUnifiedDiff(before, preview.diff);
+  const before = preview.before ?? (await readFileOrEmpty(preview.path));
+  const after = preview.after ?? applyUnifiedDiff(before, preview.diff);
   if (after === undefined) {
     // The file changed since the diff was made; show the diff text itself.
     await diffs.show(request.toolCallId, `${preview.path}.diff`, "", preview.diff, request.title);
@@ -119,11 +129,12 @@ async function showDiff(request: PermissionRequestParams, diffs: DiffDocuments):
   await diffs.show(request.toolCallId, preview.path, before, after, `${request.title} (proposed)`);
 }
 
-function askReason(signal: AbortSignal): Promise<string | undefined> {
+/** An optional message, asked in an input box; undefined when left empty or dismissed. */
+export function askMessage(title: string, prompt: string, signal: AbortSignal): Promise<string | undefined> {
   return new Promise((resolve) => {
     const input = vscode.window.createInputBox();
-    input.title = "Reject";
-    input.prompt = "Tell Heddle why, or what to do instead (optional). Press Enter to reject.";
+    input.title = title;
+    input.prompt = prompt;
     input.ignoreFocusOut = true;
     let message: string | undefined;
     const onAbort = () => input.hide();

@@ -131,6 +131,8 @@ export async function startScripted(scenarioFiles: string[], log?: (line: string
 export interface DaemonProcess {
   connection: MessageConnection;
   server: ServerHeddleCapabilities;
+  /** All of `initialize`'s server capabilities. */
+  capabilities: Record<string, unknown>;
   stderr(): string;
   stop(): Promise<void>;
 }
@@ -170,7 +172,7 @@ export async function startDaemon(
     child.once("error", reject);
   });
   try {
-    const initialize = connection.sendRequest<{ capabilities: { experimental?: { heddle?: ServerHeddleCapabilities } } }>("initialize", {
+    const initialize = connection.sendRequest<{ capabilities: Record<string, unknown> & { experimental?: { heddle?: ServerHeddleCapabilities } } }>("initialize", {
       processId: process.pid,
       rootUri: null,
       capabilities: { experimental: { heddle: { permissionRequests: true } } },
@@ -179,7 +181,7 @@ export async function startDaemon(
     await connection.sendNotification("initialized", {});
     const server = result.capabilities.experimental?.heddle;
     if (!server) throw new Error("initialize returned no capabilities.experimental.heddle");
-    return { connection, server, stderr: () => stderr, stop };
+    return { connection, server, capabilities: result.capabilities, stderr: () => stderr, stop };
   } catch (error) {
     await stop();
     throw new Error(`${(error as Error).message}\n--- daemon stderr ---\n${stderr}`);

@@ -54,6 +54,24 @@ async def test_prompt_too_long_recovered_by_compaction_shows_no_error(client, sc
     assert "Goal: greet the user." in texts[0] and texts[-1] == "please say hi"
 
 
+async def test_a_tool_called_while_compacting_is_refused_and_the_summary_still_written(
+        client, scripted, workspace):
+    """The summary call offers the session's tools (for the prompt cache) and asks for none; a
+    model that calls one anyway gets an error result and a second call, not a failed compaction."""
+    too_long = {"fault": {"status": 413}}
+    stray = {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+    summary = {"content": [{"type": "text", "text": "Goal: greet the user."}]}
+    scripted.add_scenario("s", {"steps": [too_long, stray, summary, HELLO]})
+    sid = await new_session(client, workspace, "s")
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "please say hi"})
+    assert result["reason"] == "completed" and result["text"] == "Recovered."
+    (compaction,) = client.turn_events("compaction")
+    assert compaction["summary"] == "Goal: greet the user."
+    second = scripted.requests_for("s")[2].body["messages"][-1]["content"]
+    assert second[0]["type"] == "tool_result" and second[0]["is_error"] is True
+    assert client.turn_events("toolCallStarted") == []  # the summary's calls are not the turn's
+
+
 async def test_stream_failure_after_tool_use_leaves_a_valid_session(client, scripted, workspace):
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},

@@ -97,7 +97,9 @@ class ModelCompactor:
             tools = Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking)  # nothing runs
         else:
             request = append_user(messages, (TextBlock(IN_SESSION),))
-            config = LoopConfig(system=p.system, model=model, source="compact", max_turns=1,
+            # the session's tools are offered (for the cache) and the prompt says not to call
+            # them; a model that calls one anyway is told it cannot, and gets a second call
+            config = LoopConfig(system=p.system, model=model, source="compact", max_turns=2,
                                 max_tokens=self.max_tokens, cache_ttl=p.cache_ttl,
                                 limits_for=self.limits_for,
                                 thinking_budget=p.thinking_budget

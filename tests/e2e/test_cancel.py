@@ -10,6 +10,7 @@ import pytest
 from lsprotocol import types as lsp_types
 
 from e2e import lsp
+from e2e.bodies import messages_of
 from e2e.crashable import SLEEPER, after, file_appears, reap_sleeper, replay_problems
 from e2e.test_bad_input import RawDaemon
 from e2e.test_turns import new_session
@@ -283,7 +284,7 @@ async def test_cancelled_turn_loads_in_a_new_daemon_as_it_was(point, daemons, sc
                and e["event"]["toolCallId"] not in complete)
     follow = await first.call("turn/start", {"sessionId": sid, "prompt": "what happened?"})
     assert follow["reason"] == "completed", follow
-    live = scripted.requests_for(point)[-1].body["messages"]
+    live = messages_of(scripted.requests_for(point)[-1].body)
     await first.stop()
 
     second = await daemons()
@@ -294,5 +295,5 @@ async def test_cancelled_turn_loads_in_a_new_daemon_as_it_was(point, daemons, sc
     assert more["reason"] == "completed", more
     sent = scripted.requests_for(point)[-1]
     assert sent.status == 200, sent.body
-    assert sent.body["messages"][:len(live)] == live
+    assert messages_of(sent.body)[:len(live)] == live
     assert len(sent.body["messages"]) == len(live) + 2

@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from e2e.bodies import messages_of
 from e2e.crashable import (SLEEPER, Daemon, after, assistant_text, file_appears, reap_sleeper,
                            replay_problems, shown_text, transcript_path, turns_of)
 
@@ -82,7 +83,7 @@ async def load_and_continue(d: Daemon, scripted, name: str, sid: str, prompt: st
     assert result["reason"] == "completed", result
     sent = scripted.requests_for(name)[-1]
     assert sent.status == 200, sent.body
-    return loaded, replay, sent.body["messages"]
+    return loaded, replay, messages_of(sent.body)
 
 
 @pytest.mark.parametrize("point", list(POINTS))
@@ -165,7 +166,7 @@ async def test_kill_load_kill_load(daemons, scripted, workspace):
     await first.kill()
     with pytest.raises(ConnectionError):
         await turn
-    before = scripted.requests_for("twice")[-1].body["messages"]  # what the second turn sent
+    before = messages_of(scripted.requests_for("twice")[-1].body)  # what the second turn sent
 
     second = await daemons()
     loaded, replay, messages = await load_and_continue(second, scripted, "twice", sid, "more")

@@ -164,13 +164,18 @@ def test_live_output_failures_highlights_and_the_chat_keys(
     # 6. q closes the chat; :AgentToggle brings it back, here as a float.
     assert chat_windows(editor) == [{"name": "heddle://prompt", "float": False},
                                     {"name": "heddle://session/1", "float": False}]
-    feed(editor, "q")
+    editor.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('heddle').status().buf)[1])")
+    feed(editor, "q")  # from the output
+    assert chat_windows(editor) == []
+    editor.cmd("AgentToggle")
+    assert len(chat_windows(editor)) == 2
+    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == "heddle://prompt"
+    feed(editor, "q")  # from the prompt
     assert chat_windows(editor) == []
     editor.setup(model="live", window={"layout": "float"})
     editor.cmd("AgentToggle")
     assert chat_windows(editor) == [{"name": "heddle://prompt", "float": True},
                                     {"name": "heddle://session/1", "float": True}]
-    assert editor.lua("return vim.api.nvim_buf_get_name(0)") == "heddle://prompt"
     editor.cmd("AgentToggle")
     assert chat_windows(editor) == []
 

@@ -105,7 +105,9 @@ def test_rules_are_listed_and_revoked_and_mode_and_model_apply_to_the_next_turn(
     edit = {"content": [{"type": "tool_use", "name": "Edit", "input": {
         "path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}}]}
     scripted.add_scenario("rules", {"steps": [echo, text("Ran it."), edit, text("Could not.")]})
-    scripted.add_scenario("other", {"steps": [text("Another model here.")]})
+    scripted.add_scenario("other", {"steps": [
+        {"content": [{"type": "text", "text": "Another model here. " + "word " * 200}],
+         "chunk": 5, "delayMs": 20}]})
     editor.setup(model="rules")
     editor.answer(selects=["allowAlways"])
     editor.cmd("AgentRun say hi")
@@ -143,8 +145,16 @@ def test_rules_are_listed_and_revoked_and_mode_and_model_apply_to_the_next_turn(
     editor.cmd("AgentModel other")
     editor.wait("require('heddle').status().model == 'other'", "the model change")
     editor.cmd("AgentRun who are you?")
+    editor.wait("(function() local s = require('heddle').status() return s.state == 'running'"
+                " and s.turn_id ~= nil end)()", "the turn to run")
+    # 4. A change while the turn runs waits for it to end, then applies.
+    editor.cmd("AgentMode acceptEdits")
+    assert "heddle: mode acceptEdits from the next turn (a turn is running or the session is " \
+        "not loaded yet)" in notes(editor)
+    assert editor.status()["mode"] == "plan"
     editor.wait_idle()
+    editor.wait("require('heddle').status().mode == 'acceptEdits'", "the change after the turn")
     assert editor.status()["session_id"] == sid
     assert len(scripted.requests_for("other")) == 1
-    assert "Another model here." in editor.transcript()
+    assert any(line.startswith("Another model here.") for line in editor.transcript())
     assert "- mode plan, model other from the next turn" in editor.transcript()

@@ -128,7 +128,7 @@ local function settle(t, force)
              buf = conv.transcript.buf },
   })
   if conv.pending and conv.id and not conv.unloaded then
-    M.send_configure(conv)
+    require('heddle.configure').send(conv)
   end
 end
 
@@ -196,7 +196,7 @@ local function with_session(conv, cb)
       conv.transcript:note(message)
       notify(message)
       if conv.pending then
-        return M.send_configure(conv, function()
+        return require('heddle.configure').send(conv, function()
           cb(nil, true)
         end)
       end
@@ -393,62 +393,11 @@ function M.list(cb)
   end)
 end
 
---- Changes the mode and/or model (`{ permissionMode?, model? }`) of conversation `conv`
---- (the current one) from its next turn on: at once when it is idle, else once the running
---- turn ended; a conversation without a session opens it with them. Then `cb()`.
-function M.configure(fields, conv, cb)
-  conv = conv or current or new_conversation()
-  conv.pending = vim.tbl_extend('force', conv.pending or {}, fields)
-  local function done()
-    if cb then
-      cb()
-    end
-  end
-  if not conv.id then
-    notify(('%s for the next session'):format(M.describe(conv.pending)))
-    return done()
-  end
-  if conv.unloaded or (turn and turn.conversation == conv) then
-    notify(('%s from the next turn (a turn is running or the session is not loaded yet)')
-      :format(M.describe(conv.pending)))
-    return done()
-  end
-  M.send_configure(conv, cb)
-end
-
---- Sends the conversation's pending mode and model (`session/configure`), then `cb()`.
-function M.send_configure(conv, cb)
-  local function done()
-    if cb then
-      cb()
-    end
-  end
-  local params = vim.tbl_extend('force', { sessionId = conv.id }, conv.pending)
-  conv.pending = nil
-  client.request(methods.SESSION_CONFIGURE, params, function(err, result)
-    if err then
-      notify('could not change the session: ' .. (err.message or ''), vim.log.levels.ERROR)
-      return done()
-    end
-    conv.info = vim.tbl_extend('force', conv.info or {}, result)
-    local message = ('mode %s, model %s from the next turn'):format(result.permissionMode,
-      result.model)
-    conv.transcript:note(message)
-    notify(message)
-    done()
-  end)
-end
-
---- `{ permissionMode = 'plan' }` as words.
-function M.describe(fields)
-  local parts = {}
-  if fields.permissionMode then
-    table.insert(parts, 'mode ' .. fields.permissionMode)
-  end
-  if fields.model then
-    table.insert(parts, 'model ' .. fields.model)
-  end
-  return table.concat(parts, ', ')
+--- Changes the mode and/or model (`{ permissionMode?, model? }`) of the current
+--- conversation from its next turn on (`heddle.configure`).
+function M.configure(fields)
+  local conv = current or new_conversation()
+  require('heddle.configure').change(conv, fields, turn ~= nil and turn.conversation == conv)
 end
 
 --- Calls `cb(conv)` once the current conversation has a live session (opening one).

@@ -11,6 +11,7 @@ local client = require('heddle.client')
 local config = require('heddle.config')
 local documents = require('heddle.documents')
 local edits = require('heddle.edits')
+local messages = require('heddle.messages')
 local permission = require('heddle.permission')
 local protocol = require('heddle.protocol')
 local review = require('heddle.review')
@@ -47,46 +48,9 @@ local by_session = {} ---@type table<string, heddle.Conversation> live in the ru
 local conversations = {} ---@type heddle.Conversation[] every one, oldest first
 local count = 0
 local last = nil ---@type table? how the last turn ended: the `turn/start` result, or `{ error }`
-local opening = 0 -- `session/new` and `session/load` requests in flight
-local held = {} ---@type table[] `window/showMessage` params that came while a session opened
 
 local function notify(message, level)
   vim.notify('heddle: ' .. message, level or vim.log.levels.INFO)
-end
-
-local message_levels = {
-  [1] = vim.log.levels.ERROR,
-  [2] = vim.log.levels.WARN,
-  [3] = vim.log.levels.INFO,
-  [4] = vim.log.levels.DEBUG,
-}
-
-local function show_message(params)
-  notify(params.message, message_levels[params.type] or vim.log.levels.INFO)
-end
-
---- Shows the messages held while a session opened, but those its result repeats about
---- untrusted settings (`heddle.trust` warns about those, saying what to do), then the result's
---- other warnings (problems in the settings files, which the daemon only returns): each
---- distinct one once.
-local function release_messages(result)
-  local messages = held
-  held = {}
-  local warnings = result and result.warnings or {}
-  local repeated = result and result.untrustedSettings and warnings or {}
-  local shown = {}
-  for _, params in ipairs(messages) do
-    if not shown[params.message] and not vim.tbl_contains(repeated, params.message) then
-      show_message(params)
-    end
-    shown[params.message] = true
-  end
-  for _, warning in ipairs(warnings) do
-    if not shown[warning] then
-      notify(warning, vim.log.levels.WARN)
-    end
-    shown[warning] = true
-  end
 end
 
 local function show(conv, replaces, enter)
@@ -161,21 +125,28 @@ end
 --- Replays session `conv.id` into `conv`'s (emptied) transcript and makes it live in the
 --- daemon; then `cb(err, result)`.
 local function load(conv, cb)
+  if conv.loading then -- a prompt sent while :AgentResume loads it waits for that load
+    return table.insert(conv.loading, cb)
+  end
+  conv.loading = { cb }
   by_session[conv.id] = conv
   conv.transcript:clear()
   conv.ended, conv.replaying = {}, true
-  opening = opening + 1
+  messages.hold()
   client.request(methods.SESSION_LOAD, { sessionId = conv.id }, function(err, result)
-    opening = opening - 1
     conv.replaying = false
-    release_messages(not err and result or nil)
+    local waiting = conv.loading
+    conv.loading = nil
+    messages.release(not err and result or nil)
     if err then
       by_session[conv.id] = nil
-      return cb(err)
+    else
+      conv.unloaded, conv.info = false, result
+      trust.remember(result)
     end
-    conv.unloaded, conv.info = false, result
-    trust.remember(result)
-    cb(nil, result)
+    for _, fn in ipairs(waiting) do
+      fn(err, result)
+    end
   end)
 end
 
@@ -212,10 +183,9 @@ local function with_session(conv, cb)
     permissionMode = pending.permissionMode or opts.permission_mode,
   }
   documents.add_root(params.workspace)
-  opening = opening + 1
+  messages.hold()
   client.request(methods.SESSION_NEW, params, function(err, result)
-    opening = opening - 1
-    release_messages(not err and result or nil)
+    messages.release(not err and result or nil)
     if err then
       return cb(err)
     end
@@ -274,7 +244,7 @@ function M.run(prompt, context, opts)
   if not conv.unloaded then
     header()
   else
-    conv.transcript:note('the daemon restarted: resuming the session…')
+    conv.transcript:note('resuming the session…')
   end
   local t = { conversation = conv, cancelled = false, waiting = false, requests = 1 }
   turn = t
@@ -508,17 +478,6 @@ client.handlers[methods.TURN_EVENT] = function(params)
     edits.finished(ev)
   elseif ev.kind == 'permissionAnswered' and not conv.replaying then
     review.decided(ev.toolCallId)
-  end
-end
-
--- The daemon's warning about untrusted project settings comes just before the `session/new`
--- result that repeats it with what to trust, so messages that come while a session opens wait
--- for its result (both arrive in order) and are not shown twice.
-client.handlers[client.SHOW_MESSAGE] = function(params)
-  if opening > 0 then
-    table.insert(held, params)
-  else
-    show_message(params)
   end
 end
 

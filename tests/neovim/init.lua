@@ -33,8 +33,9 @@ _G.T = {
   -- What the pickers were asked: { prompt, kind, items, transcript } per call.
   selects = {},
   inputs = {},
-  -- Answers, consumed in order: a decision name for selects (nil: dismiss; 'hold': keep the
-  -- picker open until the test calls T.choose(decision)), text for inputs.
+  -- Answers, consumed in order: for selects a decision name or item (a string), or the index
+  -- of the item (nil: dismiss; 'hold': keep the picker open until the test calls
+  -- T.choose(decision)), text for inputs.
   select_answers = {},
   input_answers = {},
   -- What vim.notify was given: { message, level } per call.
@@ -65,9 +66,12 @@ vim.ui.select = function(items, opts, on_choice)
     review = review(),
   })
   local function choose(answer)
-    for _, item in ipairs(items) do
-      if type(item) == 'table' and item.decision == answer then
-        return on_choice(item)
+    if type(answer) == 'number' then -- the answer-th item (sessions, rules)
+      return on_choice(items[answer], items[answer] and answer or nil)
+    end
+    for i, item in ipairs(items) do
+      if (type(item) == 'table' and item.decision == answer) or item == answer then
+        return on_choice(item, i)
       end
     end
     on_choice(nil)

@@ -16,7 +16,8 @@ from typing import Any
 from conftest import child_pids
 from heddle.scripted import ScriptedServer
 
-FOOTER = re.compile(r"^_completed · \d+ model calls? · \d+ tokens in, \d+ out_$")
+FOOTER = re.compile(
+    r"^_completed · \d+ model calls? · \d+ tokens in( \(\d+% from cache\))?, \d+ out_$")
 
 OUTPUT_WINDOW = "vim.fn.win_findbuf(require('heddle').status().buf)[1]"
 
@@ -84,7 +85,7 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
                  cursor = vim.api.nvim_win_get_cursor(win)[1] }}""")
     # The output window followed the tail, and the cursor stayed in the code window.
     assert layout == {"name": "heddle://session/1", "ft": "markdown", "buftype": "nofile",
-                      "windows": 2, "entered": False, "cursor": len(lines)}
+                      "windows": 3, "entered": False, "cursor": len(lines)}
 
     # 2. A follow-up with a range and no prompt: the prompt is asked for, the lines go along.
     editor.lua(f"vim.api.nvim_win_set_cursor({OUTPUT_WINDOW}, {{1, 0}})")  # the user scrolls up
@@ -116,7 +117,7 @@ def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
     assert third["session_id"] != first["session_id"]
     assert editor.lua("return vim.api.nvim_buf_get_name(require('heddle').status().buf)") \
         == "heddle://session/2"
-    assert editor.lua("return #vim.api.nvim_list_wins()") == 2
+    assert editor.lua("return #vim.api.nvim_list_wins()") == 3
     assert editor.transcript()[:3] == ["## start over", "_file: calc.py_", ""]
     assert [m["role"] for m in scripted.requests_for("chat")[2].body["messages"]] == ["user"]
 
@@ -187,12 +188,14 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
         tmp_path / "xdg" / "state" / "heddle" / "heddle.log")
     assert editor.lua("return vim.api.nvim_buf_line_count(0)") > 1
 
-    # If the daemon dies, the output says so and the session is forgotten.
+    # If the daemon dies, the output says so: the next prompt resumes the session.
+    session_id = editor.status()["session_id"]
     [daemon] = child_pids(editor.pid)
     os.kill(daemon, signal.SIGKILL)
-    editor.wait("require('heddle').status().session_id == nil", "the daemon's exit")
+    editor.wait("require('heddle.client').get() == nil", "the daemon's exit")
     assert editor.transcript()[-1] == (
-        "- the daemon exited (code 0, signal 9); the next prompt starts a new session")
+        "- the daemon exited (code 0, signal 9); the next prompt resumes this session")
+    assert editor.status()["session_id"] == session_id
 
 
 def test_the_daemon_starts_at_the_first_prompt_or_at_setup(

@@ -37,12 +37,30 @@ M.defaults = {
     },
   },
   window = {
+    -- 'split': the chat is a split beside your code; 'float': a floating window over it.
+    layout = 'split',
     -- Where the output split opens: 'right', 'left', 'above' or 'below'.
     position = 'right',
     -- Width (or height for 'above'/'below'): a fraction of the editor, or a number of cells.
+    -- For the float: a fraction of the editor (or cells) for both width and height.
     size = 0.4,
     -- Move the cursor into the output window when it opens.
     enter = false,
+    -- Height of the prompt window under the chat, in lines; 0: no prompt window.
+    input_height = 3,
+  },
+  -- Keymaps of the chat's buffers (normal mode; `cancel` also in insert mode in the prompt);
+  -- false disables one. Each is also a <Plug> mapping (:help heddle-mappings).
+  keys = {
+    send = '<CR>', -- in the prompt: send it (queued while a turn runs)
+    steer = '<M-CR>', -- in the prompt: send it now, interrupting the running turn
+    close = 'q', -- close the chat windows
+    cancel = '<C-c>', -- cancel the running turn
+    toggle_output = '<Tab>', -- in the output: show all / the tail of a command's output
+  },
+  output = {
+    -- Lines of a command's output shown under its call; longer output shows its tail.
+    lines = 8,
   },
 }
 
@@ -51,6 +69,21 @@ local permission_modes =
 local save_modes = { if_clean = true, always = true, never = true }
 local review_keys = { accept_hunk = true, reject_hunk = true, accept_all = true, reject_all = true }
 local positions = { right = true, left = true, above = true, below = true }
+local chat_keys = { send = true, steer = true, close = true, cancel = true, toggle_output = true }
+
+local function keys_check(allowed, names)
+  return function(v)
+    if type(v) ~= 'table' then
+      return false, 'a table of keys'
+    end
+    for name, key in pairs(v) do
+      if not allowed[name] or not (key == false or (type(key) == 'string' and key ~= '')) then
+        return false, ('a table of %s: a key or false'):format(names)
+      end
+    end
+    return true
+  end
+end
 
 local function is_cmd(v)
   if type(v) ~= 'table' or #v == 0 then
@@ -92,16 +125,16 @@ M.checks = {
   save_after_edit = function(v)
     return save_modes[v] == true, "'if_clean', 'always' or 'never'"
   end,
-  ['review.keys'] = function(v)
-    if type(v) ~= 'table' then
-      return false, 'a table of keys'
-    end
-    for name, key in pairs(v) do
-      if not review_keys[name] or not (key == false or (type(key) == 'string' and key ~= '')) then
-        return false, 'a table of accept_hunk, reject_hunk, accept_all, reject_all: a key or false'
-      end
-    end
-    return true
+  ['review.keys'] = keys_check(review_keys, 'accept_hunk, reject_hunk, accept_all, reject_all'),
+  keys = keys_check(chat_keys, 'send, steer, close, cancel, toggle_output'),
+  ['output.lines'] = function(v)
+    return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number of lines'
+  end,
+  ['window.layout'] = function(v)
+    return v == 'split' or v == 'float', "'split' or 'float'"
+  end,
+  ['window.input_height'] = function(v)
+    return type(v) == 'number' and v >= 0 and v == math.floor(v), 'a whole number of lines'
   end,
   ['window.position'] = function(v)
     return positions[v] == true, "'right', 'left', 'above' or 'below'"
@@ -189,6 +222,12 @@ function M.workspace()
     ws = vim.fn.getcwd()
   end
   return (vim.fn.fnamemodify(vim.fs.normalize(ws), ':p'):gsub('(.)/$', '%1'))
+end
+
+-- Options without a setup() call (a plugin manager spec with no config function): the table
+-- `vim.g.heddle`, read when the plugin is first used.
+if type(vim.g.heddle) == 'table' then
+  M.set(vim.g.heddle)
 end
 
 return M

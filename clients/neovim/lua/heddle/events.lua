@@ -39,6 +39,9 @@ function render.permissionAnswered(t, ev)
   if ev.decision == 'allowAlways' and ev.rule then
     fields.rule = ev.rule
   end
+  if ev.decision == 'reject' and type(ev.reason) == 'string' then
+    fields.reason = ev.reason
+  end
   t:update_tool(ev.toolCallId, fields)
 end
 
@@ -47,7 +50,16 @@ function render.toolCallFinished(t, ev)
   if type(ev.diff) == 'string' and ev.diff ~= '' then
     details = format.fenced('diff', ev.diff)
   end
-  t:update_tool(ev.toolCallId, { status = ev.status, summary = ev.summary or '' }, details)
+  t:update_tool(ev.toolCallId, {
+    status = ev.status,
+    summary = ev.summary or '',
+    exitCode = type(ev.exitCode) == 'number' and ev.exitCode or nil,
+    signal = type(ev.signal) == 'string' and ev.signal or nil,
+  }, details)
+end
+
+function render.toolOutput(t, ev)
+  t:output(ev.toolCallId, ev)
 end
 
 function render.toolSummary(t, ev)

@@ -78,10 +78,29 @@ function M.footer(result, err)
   if type(usage) == 'table' and (usage.modelCalls or 0) > 0 then
     local calls = usage.modelCalls
     table.insert(parts, ('%d model call%s'):format(calls, calls == 1 and '' or 's'))
-    local tokens = ('%d tokens in, %d out'):format(usage.inputTokens or 0, usage.outputTokens or 0)
-    table.insert(parts, tokens)
+    table.insert(parts, M.tokens(usage))
   end
   return '_' .. table.concat(parts, ' · ') .. '_'
+end
+
+--- A turn's tokens: all the input the model saw (the share read from the prompt cache) and the
+--- output, e.g. `5210 tokens in (82% from cache), 304 out`.
+function M.tokens(usage)
+  local read = usage.cacheReadInputTokens or 0
+  local input = (usage.inputTokens or 0) + read + (usage.cacheCreationInputTokens or 0)
+  local cached = input > 0 and read > 0 and (' (%d%% from cache)'):format(math.floor(read * 100 / input))
+    or ''
+  return ('%d tokens in%s, %d out'):format(input, cached, usage.outputTokens or 0)
+end
+
+--- What a failed command's line says: its exit code or the signal that ended it.
+local function failure(tool)
+  if tool.exitCode then
+    return ('failed: exit code %d'):format(tool.exitCode)
+  elseif tool.signal then
+    return 'failed: killed by ' .. tool.signal
+  end
+  return nil
 end
 
 --- The line of a tool call: `- ✓ Edit app.py — 1 replacement`.
@@ -89,6 +108,11 @@ end
 function M.tool_line(tool)
   local line = ('- %s %s'):format(M.icons[tool.status], tool.title)
   local suffix = tool.summary ~= '' and tool.summary or words[tool.status]
+  if tool.status == 'error' then
+    suffix = failure(tool) or suffix
+  elseif tool.status == 'rejected' and tool.reason and tool.reason ~= '' then
+    suffix = 'rejected: ' .. tool.reason
+  end
   if suffix ~= '' then
     line = line .. ' — ' .. suffix
   end
@@ -96,6 +120,62 @@ function M.tool_line(tool)
     line = line .. (' (always allowed: %s)'):format(tool.rule)
   end
   return line
+end
+
+-- Command output -----------------------------------------------------------------------------
+
+local OUTPUT = '  │ '
+local KEEP = 64 * 1024 -- characters of a call's output kept (its tail)
+
+--- Adds `text` a command wrote to what `tool` keeps of its output.
+function M.add_output(tool, text, elided)
+  tool.out = (tool.out or '') .. text
+  tool.elided = (tool.elided or 0) + (elided or 0)
+  if #tool.out > KEEP then
+    local cut = tool.out:find('\n', #tool.out - KEEP, true) or (#tool.out - KEEP)
+    tool.elided = tool.elided + cut
+    tool.out = tool.out:sub(cut + 1)
+  end
+  tool.split = nil
+end
+
+--- The lines of the output `tool` kept, as shown: terminal escapes removed, a line that
+--- returned its carriage shown as it ended.
+function M.output_split(tool)
+  if not tool.split then
+    local text = (tool.out or ''):gsub('\27%[[%d;?]*[%a]', ''):gsub('\n$', '')
+    local lines = {}
+    for _, line in ipairs(vim.split(text, '\n', { plain = true })) do
+      line = line:gsub('\r$', '')
+      table.insert(lines, (line:match('[^\r]*$')))
+    end
+    tool.split = (tool.out or '') ~= '' and lines or {}
+  end
+  return tool.split
+end
+
+--- The lines under a tool call that show its output: all of it when `tool.expanded`, else
+--- its last `max` lines, after a line that says how many are hidden.
+function M.output_lines(tool, max)
+  local lines = M.output_split(tool)
+  local out = {}
+  if (tool.elided or 0) > 0 then
+    table.insert(out, ('%s⋯ %d bytes of output left out'):format(OUTPUT, tool.elided))
+  end
+  local first = 1
+  if not tool.expanded and #lines > max then
+    first = #lines - max + 1
+    table.insert(out, ('%s⋯ %d earlier lines (<Tab> shows them)'):format(OUTPUT, first - 1))
+  end
+  for i = first, #lines do
+    table.insert(out, OUTPUT .. lines[i])
+  end
+  return out
+end
+
+--- Whether a line of the output buffer is command output.
+function M.is_output(line)
+  return line:sub(1, #OUTPUT) == OUTPUT
 end
 
 --- `text` in a fenced code block, indented to sit under a tool line.

@@ -19,21 +19,86 @@ function M.setup(opts)
 end
 
 --- Runs `prompt` in the current session. Without a prompt, asks for one with `vim.ui.input`.
+--- While a turn runs, the prompt is queued for the turn's next step, or with `steer` it
+--- interrupts the turn.
 --- @param prompt string?
---- @param opts { range: integer[]?, buf: integer? }? `range = { line1, line2 }` sends those lines
+--- @param opts { range: integer[]?, buf: integer?, steer: boolean? }? `range = { line1, line2 }`
+--- sends those lines
 function M.run(prompt, opts)
   opts = opts or {}
   local buf = opts.buf or vim.api.nvim_get_current_buf()
   local context = require('heddle.context').collect(buf, opts.range)
+  local how = { steer = opts.steer }
   if prompt == nil or vim.trim(prompt) == '' then
     vim.ui.input({ prompt = 'Heddle: ' }, function(input)
       if input and vim.trim(input) ~= '' then
-        require('heddle.session').run(vim.trim(input), context)
+        require('heddle.session').run(vim.trim(input), context, how)
       end
     end)
     return
   end
-  return require('heddle.session').run(vim.trim(prompt), context)
+  return require('heddle.session').run(vim.trim(prompt), context, how)
+end
+
+--- Shows the chat (output and prompt windows) if it is hidden, else hides it.
+function M.toggle()
+  if #require('heddle.chat').windows() > 0 then
+    return require('heddle.chat').hide()
+  end
+  require('heddle.session').show(true)
+  local prompt = vim.fn.win_findbuf(require('heddle.chat').input_buffer())[1]
+  if prompt then
+    vim.api.nvim_set_current_win(prompt)
+  end
+end
+
+--- Lists the workspace's sessions (`vim.ui.select`); the one chosen is resumed.
+function M.sessions()
+  return require('heddle.pickers').sessions()
+end
+
+--- Resumes session `id`, replaying its history; without `id`, the workspace's latest session
+--- other than the current one.
+--- @param id string?
+function M.resume(id)
+  return require('heddle.pickers').resume(id)
+end
+
+--- Lists the permission rules of the current session; the one chosen is revoked.
+function M.rules()
+  return require('heddle.pickers').rules()
+end
+
+--- Sets the permission mode of the current session from its next turn (asks without one).
+--- @param mode string?
+function M.mode(mode)
+  return require('heddle.pickers').mode(mode)
+end
+
+--- Sets the model of the current session from its next turn (asks without one).
+--- @param model string?
+function M.model(model)
+  return require('heddle.pickers').model(model)
+end
+
+--- A statusline component: `heddle running · ctx 12%`; `''` until Heddle is used.
+function M.statusline()
+  if not package.loaded['heddle.session'] then
+    return ''
+  end
+  local s = require('heddle.session').status()
+  if not s.buf then
+    return ''
+  end
+  local parts = { 'heddle ' .. s.state }
+  local ctx = s.context
+  if ctx and ctx.window and ctx.window > 0 then
+    table.insert(parts, ('ctx %d%%'):format(math.floor(ctx.tokens * 100 / ctx.window + 0.5)))
+  end
+  if s.mode and s.mode ~= 'default' then
+    table.insert(parts, s.mode)
+  end
+  return table.concat(parts, ' · ')
 end
 
 --- Cancels the running turn. Returns false if no turn runs.
@@ -104,7 +169,8 @@ function M.reject(message)
 end
 
 --- Where things stand: `{ state = 'idle'|'starting'|'running'|'waiting', session_id, turn_id,
---- buf, last }`, `last` being the result of the last turn.
+--- buf, last, context, mode, model }`, `last` being the result of the last turn, `context`
+--- `{ tokens, window }` of the conversation.
 function M.status()
   return require('heddle.session').status()
 end

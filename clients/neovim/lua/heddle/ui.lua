@@ -4,7 +4,10 @@
 --- costs a handful of buffer updates rather than one per delta. Each tool call is one line,
 --- found again through an extmark, that is rewritten in place as its status changes; its
 --- diff or command preview sits in the lines just below it. Windows whose cursor is on the
---- last line keep following the tail; a user who moved away is left alone.
+--- last line keep following the tail; a user who moved away is left alone. A command's output
+--- sits under its call, its tail shown (all of it on request); diffs are coloured with
+--- extmarks, not by markdown, which would paint the `_` in snake_case names as errors.
+local config = require('heddle.config')
 local format = require('heddle.format')
 
 local M = {}
@@ -21,6 +24,10 @@ for group, link in pairs({
   HeddleToolOk = 'DiagnosticOk',
   HeddleToolError = 'DiagnosticError',
   HeddleToolRejected = 'DiagnosticWarn',
+  HeddleOutput = 'Comment',
+  HeddleDiffAdd = 'DiffAdd',
+  HeddleDiffDelete = 'DiffDelete',
+  HeddleDiffHunk = 'DiffText',
 }) do
   api.nvim_set_hl(0, group, { link = link, default = true })
 end
@@ -41,7 +48,13 @@ local function new_buffer(name)
   bo.undolevels = -1
   pcall(api.nvim_buf_set_name, buf, name)
   bo.filetype = 'markdown'
+  -- Markdown's syntax marks an `_` inside a word as an error (red): every snake_case name the
+  -- agent mentions would be painted so.
+  api.nvim_buf_call(buf, function()
+    vim.cmd('silent! syntax clear markdownError')
+  end)
   bo.modifiable = false
+  require('heddle.chat').attach_output(buf)
   return buf
 end
 
@@ -61,6 +74,20 @@ function Transcript:_reset()
   self.call = nil -- the model call whose output is being written
   self.tail = 'empty'
   self.text_start = 0
+end
+
+--- Empties the transcript (its buffer is kept), before a session's history is replayed into it.
+function Transcript:clear()
+  self.pending = {}
+  if self:valid() then
+    api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+    api.nvim_buf_clear_namespace(self.buf, ns_hl, 0, -1)
+    self:_edit(function(buf)
+      api.nvim_buf_set_lines(buf, 0, -1, false, {})
+    end)
+  end
+  self.tools, self.dropped, self.calls, self.call = {}, {}, {}, nil
+  self.tail, self.text_start = 'empty', 0
 end
 
 function Transcript:valid()
@@ -244,7 +271,7 @@ function Transcript:tool(id, name)
   if tool or self.dropped[id] then
     return tool
   end
-  tool = { title = name or 'tool', status = 'running', summary = '', details = 0 }
+  tool = { id = id, title = name or 'tool', status = 'running', summary = '', details = 0 }
   local row = self:_block('item', { format.tool_line(tool) })
   tool.mark = api.nvim_buf_set_extmark(self.buf, ns, row, 0, { right_gravity = false })
   self:_highlight(tool, row)
@@ -269,7 +296,31 @@ function Transcript:_highlight(tool, row)
   })
 end
 
---- Changes fields of a tool call and rewrites its line; `details` replaces the lines below it.
+--- Colours the lines below a tool call: diff lines by what they do, output as output.
+function Transcript:_highlight_details(row, lines)
+  local in_diff = false
+  for i, line in ipairs(lines) do
+    local group = nil
+    if line:match('^  ```') then
+      in_diff = line == '  ```diff'
+    elseif in_diff then
+      local first = line:sub(3, 3)
+      group = (line:sub(3, 4) == '@@' and 'HeddleDiffHunk') or (first == '+' and 'HeddleDiffAdd')
+        or (first == '-' and 'HeddleDiffDelete') or nil
+    elseif format.is_output(line) then
+      group = 'HeddleOutput'
+    end
+    -- Marks end on their own line: one reaching into the next line would be cleared with it.
+    if group == 'HeddleOutput' then
+      api.nvim_buf_set_extmark(self.buf, ns_hl, row + i - 1, 0, { end_col = #line, hl_group = group })
+    elseif group then
+      api.nvim_buf_set_extmark(self.buf, ns_hl, row + i - 1, 0, { line_hl_group = group })
+    end
+  end
+end
+
+--- Changes fields of a tool call and rewrites its line; `details` replaces the preview (or
+--- diff) below it. The command output under it is written again from what it kept.
 function Transcript:update_tool(id, fields, details)
   self:flush()
   local tool = self:tool(id, fields.title)
@@ -279,15 +330,48 @@ function Transcript:update_tool(id, fields, details)
   for key, value in pairs(fields) do
     tool[key] = value
   end
+  if details then
+    tool.preview_lines = details
+  end
+  local lines = vim.list_extend(vim.list_extend({}, tool.preview_lines or {}),
+    format.output_lines(tool, config.options.output.lines))
   self:_edit(function(buf)
     local row = self:_tool_row(tool)
-    api.nvim_buf_set_lines(buf, row, row + 1, false, { format.tool_line(tool) })
+    api.nvim_buf_clear_namespace(buf, ns_hl, row, row + 1 + tool.details)
+    api.nvim_buf_set_lines(buf, row, row + 1 + tool.details, false,
+      vim.list_extend({ format.tool_line(tool) }, lines))
+    tool.details = #lines
     self:_highlight(tool, row)
-    if details then
-      api.nvim_buf_set_lines(buf, row + 1, row + 1 + tool.details, false, details)
-      tool.details = #details
-    end
+    self:_highlight_details(row + 1, lines)
   end)
+end
+
+--- Adds what a running command wrote (a `toolOutput` event) under its call.
+function Transcript:output(id, ev)
+  if type(ev.text) ~= 'string' or id == nil or id == '' then
+    return
+  end
+  local tool = self:tool(id, 'Bash')
+  if not tool then
+    return
+  end
+  format.add_output(tool, ev.text, ev.elided)
+  self:update_tool(id, {})
+end
+
+--- Shows all of the output of the tool call at `row` (0-based), or its tail again. Returns
+--- false if no call with long output is there.
+function Transcript:toggle_output(row)
+  for _, tool in pairs(self.tools) do
+    local first = self:_tool_row(tool)
+    if row >= first and row <= first + tool.details and tool.out
+        and #format.output_split(tool) > config.options.output.lines then
+      tool.expanded = not tool.expanded
+      self:update_tool(tool.id, {})
+      return true
+    end
+  end
+  return false
 end
 
 --- Shows that a tool call waits for an answer, with its preview below it.
@@ -318,48 +402,6 @@ function Transcript:window()
     end
   end
   return nil
-end
-
---- Shows the transcript in a split (reusing the window of `replaces`, a previous transcript's
---- buffer, if one is visible) and returns the window.
---- @param opts { position: string, size: number, enter: boolean, replaces: integer? }
-function Transcript:show(opts)
-  if not self:valid() then
-    self:_edit(function() end)
-  end
-  local win = self:window()
-  if not win and opts.replaces then
-    for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-      if api.nvim_win_get_buf(w) == opts.replaces then
-        win = w
-        api.nvim_win_set_buf(win, self.buf)
-        break
-      end
-    end
-  end
-  if not win then
-    local vertical = opts.position == 'left' or opts.position == 'right'
-    local total = vertical and vim.o.columns or vim.o.lines
-    local size = opts.size < 1 and math.floor(total * opts.size) or math.floor(opts.size)
-    win = api.nvim_open_win(self.buf, false, {
-      split = opts.position,
-      win = -1,
-      width = vertical and size or nil,
-      height = (not vertical) and size or nil,
-    })
-    local wo = vim.wo[win]
-    wo.wrap = true
-    wo.linebreak = true
-    wo.number = false
-    wo.relativenumber = false
-    wo.signcolumn = 'no'
-    wo.foldenable = false
-    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(self.buf), 0 })
-  end
-  if opts.enter then
-    api.nvim_set_current_win(win)
-  end
-  return win
 end
 
 return M

@@ -23,13 +23,14 @@ import anyio
 
 from heddle.core.tools import Tool, ToolError
 from heddle.mcp.config import McpServerConfig
+from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, RemoteTool
+
+__all__ = ["CallResult", "McpServers", "RemoteTool", "Server", "ServerStatus", "start_servers"]
 
 log = logging.getLogger(__name__)
 
 STARTUP_BOUND = 5.0
 """Seconds a new session waits for its servers (the settings' `mcp.startup_timeout`)."""
-CONNECT_TIMEOUT = 30.0
-"""Seconds a server has to start and answer `initialize` and `tools/list`."""
 MAX_RESTARTS = 3
 """Restarts of a server that died, per session; then it stays failed."""
 RESTART_DELAY = 0.5
@@ -38,27 +39,6 @@ STOP_BOUND = 6.0
 """Seconds stopping a session's servers may take (a stdio server gets SIGTERM, then SIGKILL)."""
 
 State = Literal["starting", "ready", "restarting", "failed", "stopped"]
-
-
-@dataclass(frozen=True)
-class RemoteTool:
-    """A tool as a server listed it (SDK types already turned into plain values)."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only_hint: bool = False
-    title: str | None = None
-
-
-@dataclass(frozen=True)
-class CallResult:
-    """A tool call's result, converted: the text the model reads, the images beside it."""
-
-    text: str
-    images: tuple[tuple[str, str], ...] = ()
-    """(media type, base64 data) of each image the result holds."""
-    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,13 +112,13 @@ class Server:
                 self._changed()
                 return
             self.state = "restarting"
+            if self.ready.is_set():  # calls meanwhile wait for the restart
+                self.ready = anyio.Event()
             await anyio.sleep(RESTART_DELAY * 2 ** self.restarts)
             self.restarts += 1
 
     def _changed(self) -> None:
         self.ready.set()
-        if self.state == "restarting":
-            self.ready = anyio.Event()
 
     def status(self, tools: Sequence[str]) -> ServerStatus:
         return ServerStatus(self.config.name, self.config.transport, self.config.source,

@@ -135,26 +135,31 @@ class McpServers:
         """Servers that could not be started as configured, one line each."""
         seen: set[str] = set()
         for config in configs:
-            problem = config.problem() or (f"MCP server {config.name} is configured twice; "
-                                           "the first is used" if config.name in seen else None)
-            if problem:
-                self.problems.append(problem)
+            if config.name in seen:
+                self.problems.append(f"MCP server {config.name} is configured twice; the "
+                                     "first is used")
                 continue
             seen.add(config.name)
-            self.servers.append(Server(config, workspace))
+            server = Server(config, workspace)
+            if problem := config.problem():  # listed as failed, saying why; never started
+                self.problems.append(problem)
+                server.state, server.error = "failed", problem
+                server.ready.set()
+            self.servers.append(server)
         self._closing = anyio.Event()
         self._task: asyncio.Task | None = None
         self._tools: dict[str, Tool] | None = None
         self._named: set[str] = set()
 
     def start(self) -> None:
-        if self._task is None and self.servers:
+        if self._task is None and any(s.state == "starting" for s in self.servers):
             self._task = asyncio.get_running_loop().create_task(self._main())
 
     async def _main(self) -> None:
         async with anyio.create_task_group() as tg:
             for server in self.servers:
-                tg.start_soon(server.run)
+                if server.state == "starting":
+                    tg.start_soon(server.run)
             await self._closing.wait()
             tg.cancel_scope.cancel()  # each connection's exit stops its server
 

@@ -1,8 +1,7 @@
-"""A real MCP server for the tests, on the `mcp` SDK (MCPServer, formerly FastMCP), over stdio.
-
-Run as `python -I mcp_server.py`. Each start appends its pid to `$MCP_TEST_STARTS` (when set);
-`$MCP_TEST_EXIT_AT_START=1` makes it exit before it speaks, every time (a server that never
-comes up).
+"""A real MCP server for the tests, on the `mcp` SDK (MCPServer, formerly FastMCP), over stdio
+(`python -I mcp_server.py`) or streamable HTTP (`python -I mcp_server.py --http PORT`).
+Each start appends its pid to `$MCP_TEST_STARTS` (when set); `$MCP_TEST_EXIT_AT_START=1` makes
+it exit before it speaks, every time (a server that never comes up).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import json  # noqa: E402
 import subprocess  # noqa: E402
 
 import anyio  # noqa: E402
-from mcp.server.mcpserver import Image, MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 from mcp_types import ToolAnnotations  # noqa: E402
 
@@ -70,5 +69,13 @@ def peek(names: list[str]) -> str:
     return json.dumps({"pid": os.getpid(), "env": {n: os.environ.get(n) for n in names}})
 
 
+@server.tool(description="The value of one header of the request (HTTP only).")
+def header(key: str, ctx: Context) -> str:
+    return str((ctx.headers or {}).get(key.lower()))
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["--http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

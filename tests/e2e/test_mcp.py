@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -214,3 +217,47 @@ async def test_servers_stop_with_their_session_and_with_the_daemon(
     finally:
         await lsp.stop(client)
     assert await all_dead([second])
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """The test server over streamable HTTP on a free loopback port; its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (tmp_path / "http-server.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(10)
+        log.close()
+
+
+async def test_a_streamable_http_server_gets_its_headers(
+        client, scripted, workspace, user_file, http_server, daemon_env):
+    write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
+                   f'[mcp.servers.web]\nurl = "{http_server}"\n'
+                   f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
+    scripted.add_scenario("web", {"steps": [
+        {"content": [tool("mcp__web__header", key="Authorization"),
+                     tool("mcp__web__echo", text="over http")]}, DONE]})
+    opened = await new_session(client, workspace, "web")
+    (web,) = opened["mcpServers"]
+    assert (web["transport"], web["state"]) == ("http", "ready")
+
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    header, echo = results(scripted, "web")
+    assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
+    assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()

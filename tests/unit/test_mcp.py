@@ -175,7 +175,7 @@ def test_the_sdk_is_imported_only_by_a_session_with_servers(tmp_path, servers):
     ws.mkdir()
     if servers:
         write(tmp_path / "config/heddle/settings.toml",
-              '[mcp]\nstartup_timeout = 0.01\n[mcp.servers.none]\ncommand = "/nonexistent"\n')
+              '[mcp]\nstartup_timeout = 30\n[mcp.servers.none]\ncommand = "/nonexistent"\n')
     out = subprocess.run([sys.executable, "-I", "-c", CHECK, str(ws)], capture_output=True,
                          text=True, timeout=50, env={"XDG_CONFIG_HOME": str(tmp_path / "config"),
                                                      "PATH": "/usr/bin:/bin"})

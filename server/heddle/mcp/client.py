@@ -37,6 +37,7 @@ from heddle.processes.environment import tool_env
 from heddle.processes.groups import open_group, reap
 
 log = logging.getLogger(__name__)
+logging.getLogger("mcp").setLevel(logging.INFO)  # its debug lines are every message in full
 
 MAX_LINE = 64 << 20
 """Bytes one message from a stdio server may take (an image result is a few MB at most)."""

@@ -14,6 +14,7 @@ sessions without MCP servers never pay for it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,10 +87,9 @@ class Server:
                             f"{tool} could not be called.")
         return await connection.call(tool, arguments, self.config.timeout)
 
-    async def run(self) -> None:
-        """Connect, and reconnect after the server dies, up to MAX_RESTARTS times."""
-        from heddle.mcp import client  # the SDK: only for a session that has servers
-
+    async def run(self, client: Any) -> None:
+        """Connect (with `client`, the module `heddle.mcp.client`), and reconnect after the
+        server dies, up to MAX_RESTARTS times."""
         while True:
             try:
                 async with client.connect(self.config, self.workspace) as connection:
@@ -156,10 +156,18 @@ class McpServers:
             self._task = asyncio.get_running_loop().create_task(self._main())
 
     async def _main(self) -> None:
+        try:
+            client = await import_client()
+        except ImportError as exc:  # an install without the SDK: the servers say so
+            for server in self.servers:
+                if server.state == "starting":
+                    server.state, server.error = "failed", f"the mcp SDK cannot be imported: {exc}"
+                    server.ready.set()
+            return
         async with anyio.create_task_group() as tg:
             for server in self.servers:
                 if server.state == "starting":
-                    tg.start_soon(server.run)
+                    tg.start_soon(server.run, client)
             await self._closing.wait()
             tg.cancel_scope.cancel()  # each connection's exit stops its server
 
@@ -200,6 +208,13 @@ class McpServers:
             if scope.cancelled_caught:
                 log.warning("MCP servers did not stop within %g s", STOP_BOUND)
                 task.cancel()
+
+
+async def import_client() -> Any:
+    """`heddle.mcp.client`, imported on a worker thread: the SDK is about 0.8 s of CPU, which
+    would stall every other session's stream on the event loop. Only a session with servers
+    gets here."""
+    return await anyio.to_thread.run_sync(importlib.import_module, "heddle.mcp.client")
 
 
 async def start_servers(configs: Sequence[McpServerConfig], workspace: Path,

@@ -261,3 +261,21 @@ async def test_a_streamable_http_server_gets_its_headers(
     header, echo = results(scripted, "web")
     assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
     assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
+async def test_a_killed_daemon_leaves_no_server_behind(daemons, scripted, workspace,
+                                                      user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv__child"]\n'
+                   + server_toml("srv", starts))
+    scripted.add_scenario("child", {"steps": [{"content": [tool("mcp__srv__child")]}, DONE]})
+    daemon = await daemons()
+    opened = await daemon.call("session/new", {"workspace": str(workspace), "model": "child"},
+                               timeout=45)
+    await daemon.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    child = int(results(scripted, "child")[0]["content"])  # it does not read the server's stdin
+    (pid,) = pids(starts)
+    assert alive(child)
+
+    await daemon.kill()  # SIGKILL: no clean-up of its own; the reaper kills the group
+
+    assert await all_dead([pid, child], within=10)

@@ -160,6 +160,11 @@ async def _list_tools(session: ClientSession) -> tuple[RemoteTool, ...]:
         for tool in page.tools:
             hints = tool.annotations
             schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+            if not tool.name or schema.get("type") != "object":
+                # the Messages API refuses a whole request over one such tool
+                log.warning("MCP server tool %r has no name or no object input schema; "
+                            "not offered", tool.name)
+                continue
             found.append(RemoteTool(tool.name, tool.description or "", dict(schema),
                                     bool(hints and hints.read_only_hint),
                                     (hints.title if hints else None) or tool.title))

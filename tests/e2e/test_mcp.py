@@ -237,7 +237,7 @@ def http_server(tmp_path):
             except OSError:
                 assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
         proc.kill()
         proc.wait(10)
@@ -246,12 +246,14 @@ def http_server(tmp_path):
 
 async def test_a_streamable_http_server_gets_its_headers(
         client, scripted, workspace, user_file, http_server, daemon_env):
+    url, proc = http_server
     write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
-                   f'[mcp.servers.web]\nurl = "{http_server}"\n'
+                   f'[mcp.servers.web]\nurl = "{url}"\n'
                    f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
     scripted.add_scenario("web", {"steps": [
         {"content": [tool("mcp__web__header", key="Authorization"),
-                     tool("mcp__web__echo", text="over http")]}, DONE]})
+                     tool("mcp__web__echo", text="over http")]}, DONE,
+        {"content": [tool("mcp__web__echo", text="?")]}, DONE]})
     opened = await new_session(client, workspace, "web")
     (web,) = opened["mcpServers"]
     assert (web["transport"], web["state"]) == ("http", "ready")
@@ -261,6 +263,13 @@ async def test_a_streamable_http_server_gets_its_headers(
     header, echo = results(scripted, "web")
     assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
     assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+    proc.kill()  # the server goes away: a call is an error result, the session goes on
+    proc.wait(10)
+    again = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert again["reason"] == "completed"
+    (gone,) = results(scripted, "web")
+    assert gone["is_error"] and "The MCP server web" in gone["content"]
 
 
 async def test_a_killed_daemon_leaves_no_server_behind(daemons, scripted, workspace,

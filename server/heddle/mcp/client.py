@@ -92,6 +92,11 @@ class Connection:
             raise ToolError(f"The MCP server {self.name} failed {tool}: {exc.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise self._died(tool) from None
+        except httpx2.TransportError as exc:  # an HTTP server gone: connect again (bounded)
+            self.lose(describe(exc))
+            raise self._died(tool) from None
+        except Exception as exc:  # whatever else a server makes the SDK raise (a bad result)
+            raise ToolError(f"The MCP server {self.name} failed {tool}: {describe(exc)}") from None
         finally:
             self.calls.discard(scope)
         if scope.cancel_called:

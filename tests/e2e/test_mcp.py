@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -140,6 +141,29 @@ async def test_a_hanging_call_times_out_and_the_server_keeps_serving(
     assert hang["is_error"] and "did not answer hang within 1 s" in hang["content"]
     assert results(scripted, "hang", 2)[0]["content"] == "echo: up"
     assert len(pids(starts)) == 1
+
+
+async def test_cancel_during_a_call_closes_it_and_the_server_keeps_serving(
+        client, scripted, workspace, user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv"]\n' + server_toml("srv", starts))
+    scripted.add_scenario("cancel", {"steps": [
+        {"content": [tool("mcp__srv__hang")]}, {"content": [tool("mcp__srv__echo", text="on")]},
+        DONE]})
+    opened = await new_session(client, workspace, "cancel")
+    sid = opened["sessionId"]
+    turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    await client.wait_for_event("toolCallStarted", timeout=30)
+    await asyncio.sleep(0.3)  # the call is with the server
+    client.protocol.notify("turn/cancel", {"sessionId": sid})
+
+    result = await asyncio.wait_for(turn, 15)
+
+    assert result["reason"] == "cancelled"
+    assert statuses(client) == ["cancelled"]
+    follow = await client.call("turn/start", {"sessionId": sid, "prompt": "again"})
+    assert follow["reason"] == "completed"
+    assert results(scripted, "cancel")[0]["content"] == "echo: on"
+    assert len(pids(starts)) == 1  # the same server answered
 
 
 async def test_a_crashed_server_is_restarted(client, scripted, workspace, user_file, starts):

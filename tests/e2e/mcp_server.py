@@ -1,7 +1,8 @@
 """A real MCP server for the tests, on the `mcp` SDK (MCPServer, formerly FastMCP), over stdio
 (`python -I mcp_server.py`) or streamable HTTP (`python -I mcp_server.py --http PORT`).
 Each start appends its pid to `$MCP_TEST_STARTS` (when set); `$MCP_TEST_EXIT_AT_START=1` makes
-it exit before it speaks, every time (a server that never comes up).
+it exit before it speaks, every time (a server that never comes up); `$MCP_TEST_GATE=PATH` makes
+it wait until that file exists before it speaks (a server slow to come up).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if __name__ == "__main__":  # before the SDK's import: a server that never comes
 import base64  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
+import time  # noqa: E402
 
 import anyio  # noqa: E402
 from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
@@ -75,6 +77,9 @@ def header(key: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    if gate := os.environ.get("MCP_TEST_GATE"):
+        while not os.path.exists(gate):
+            time.sleep(0.02)
     if sys.argv[1:2] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -166,6 +166,31 @@ async def test_cancel_during_a_call_closes_it_and_the_server_keeps_serving(
     assert len(pids(starts)) == 1  # the same server answered
 
 
+async def test_a_server_ready_after_the_bound_joins_at_the_next_turn(
+        client, scripted, workspace, user_file, starts, tmp_path):
+    gate = tmp_path / "gate"
+    write_settings(user_file, server_toml("srv", starts, env=f', MCP_TEST_GATE = "{gate}"')
+                   .replace("startup_timeout = 40", "startup_timeout = 0.2"))
+    scripted.add_scenario("late", {"steps": [DONE, DONE]})
+    opened = await new_session(client, workspace, "late")
+    sid = opened["sessionId"]
+    assert opened["mcpServers"][0]["state"] == "starting"
+
+    await client.call("turn/start", {"sessionId": sid, "prompt": "one"})  # not waiting for it
+    gate.touch()
+    for _ in range(400):  # session/load of a live session tells its servers' state
+        loaded = await client.call("session/load", {"sessionId": sid})
+        if loaded["mcpServers"][0]["state"] == "ready":
+            break
+        await asyncio.sleep(0.1)
+    await client.call("turn/start", {"sessionId": sid, "prompt": "two"})
+
+    first, second = (r.body["tools"] for r in scripted.requests_for("late"))
+    assert not any(t["name"].startswith("mcp__") for t in first)
+    assert second[:len(first)] == first  # the built-in tools, then the server's
+    assert [t["name"] for t in second[len(first):]] == loaded["mcpServers"][0]["tools"]
+
+
 async def test_a_crashed_server_is_restarted(client, scripted, workspace, user_file, starts):
     write_settings(user_file, '[permissions]\nallow = ["mcp__*"]\n' + server_toml("srv", starts))
     scripted.add_scenario("crash", {"steps": [

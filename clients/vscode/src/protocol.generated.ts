@@ -9,6 +9,7 @@ export const Methods = {
   SessionLoad: "session/load",
   SessionConfigure: "session/configure",
   SessionCompact: "session/compact",
+  SessionClose: "session/close",
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
@@ -116,6 +117,15 @@ export interface LineRange {
   startLine: number;
   endLine: number;
 }
+export interface McpServerInfo {
+  name: string;
+  transport: "http" | "stdio";
+  source: "client" | "project" | "user";
+  state: "failed" | "ready" | "restarting" | "starting" | "stopped";
+  tools?: Array<string>;
+  error?: string | null;
+  restarts?: number;
+}
 export interface ModelCallEvent {
   kind: "modelCall";
   index: number;
@@ -215,6 +225,13 @@ export interface ServerHeddleCapabilities {
   eventKinds: Array<string>;
   tools: Array<string>;
 }
+export interface SessionCloseParams {
+  sessionId: string;
+}
+export interface SessionCloseResult {
+  sessionId: string;
+  mcpServersStopped?: number;
+}
 export interface SessionCompactParams {
   sessionId: string;
 }
@@ -262,6 +279,7 @@ export interface SessionLoadResult {
   title: string;
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
+  mcpServers?: Array<McpServerInfo>;
 }
 export interface SessionNewParams {
   workspace: string;
@@ -280,6 +298,7 @@ export interface SessionNewResult {
   permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
+  mcpServers?: Array<McpServerInfo>;
 }
 export interface TextDeltaEvent {
   kind: "textDelta";

@@ -7,6 +7,7 @@ return {
     SESSION_LOAD = "session/load",
     SESSION_CONFIGURE = "session/configure",
     SESSION_COMPACT = "session/compact",
+    SESSION_CLOSE = "session/close",
     TURN_START = "turn/start",
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",

@@ -10,7 +10,7 @@ does not cost the deny rules next to it). Every problem is logged and returned a
 nothing here raises.
 
 What in the project file widens permissions (allow rules, a more permissive mode than the
-user's, hooks, `pass_env`) applies only once the user has trusted that exact content
+user's, hooks, `pass_env`, MCP servers) applies only once the user has trusted that exact content
 (`heddle.permissions.trust`); until then it is ignored with a warning. What only narrows
 (deny and ask rules, a stricter mode) and the model settings apply at once.
 """
@@ -77,6 +77,33 @@ class ToolSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """Environment variables passed to tool processes even though they look like secrets."""
 
 
+class McpServerSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """`[mcp.servers.NAME]`: one MCP server, `command` (stdio) or `url` (streamable HTTP)."""
+
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    pass_env: list[str] = []
+    """Secret-looking variables of Heddle's environment the server sees all the same."""
+    trust_read_only: bool = False
+    """Run the tools the server marks `readOnlyHint` without asking (user settings only)."""
+    timeout: float | None = None
+    """Seconds one tool call may take (omitted: 120)."""
+
+    def shown(self) -> str:
+        """The server as the trust warning names it (no env or header values: secrets)."""
+        return self.url or " ".join([self.command or "", *self.args])
+
+
+class McpSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    servers: dict[str, McpServerSettings] = {}
+    startup_timeout: float | None = None
+    """Seconds a new session waits for its servers before its first model call (omitted: 5)."""
+
+
 CacheTtl = Literal["5m", "1h"]
 
 
@@ -130,6 +157,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     hooks: HookSettings = HookSettings()
     tools: ToolSettings = ToolSettings()
     cache: CacheSettings = CacheSettings()
+    mcp: McpSettings = McpSettings()
 
 
 @dataclass(frozen=True)
@@ -268,6 +296,9 @@ def _lenient(data: Any, typ: type[S], where: str, problems: list[str]) -> S:
             problems.append(f"{name}: unknown setting (ignored)")
         elif isinstance(info.type, type) and issubclass(info.type, msgspec.Struct):
             values[info.name] = _lenient(value, info.type, name, problems)
+        elif _struct_values(info.type) and isinstance(value, dict):  # one bad entry alone
+            values[info.name] = {k: _lenient(v, _struct_values(info.type), f"{name}.{k}",
+                                             problems) for k, v in value.items()}
         elif get_origin(info.type) is list and isinstance(value, list):
             (item_type,) = get_args(info.type)
             items = [_convert(v, item_type, f"{name}[{i}]", problems) for i, v in enumerate(value)]
@@ -280,6 +311,15 @@ def _lenient(data: Any, typ: type[S], where: str, problems: list[str]) -> S:
 
 
 _BAD = object()
+
+
+def _struct_values(typ: Any) -> Any:
+    """The Struct type of a `dict[str, Struct]` field; None for any other type."""
+    if get_origin(typ) is dict:
+        value = get_args(typ)[1]
+        if isinstance(value, type) and issubclass(value, msgspec.Struct):
+            return value
+    return None
 
 
 def _convert(value: Any, typ: Any, where: str, problems: list[str]) -> Any:
@@ -320,7 +360,9 @@ def merge(user: Settings, project: Settings) -> Settings:
                            post_tool_use=uh.post_tool_use + ph.post_tool_use,
                            stop=uh.stop + ph.stop),
         tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env),
-        cache=project.cache.over(user.cache))
+        cache=project.cache.over(user.cache),
+        mcp=McpSettings(servers={**user.mcp.servers, **project.mcp.servers},
+                        startup_timeout=project.mcp.startup_timeout or user.mcp.startup_timeout))
 
 
 # --- trust ------------------------------------------------------------------------------------
@@ -339,11 +381,13 @@ def widening(project: Settings, user: Settings) -> list[str]:
                          ("Stop", h.stop)):
         out += [f"{event} hook `{' '.join(hook.command.split())}`" for hook in hooks]
     out += [f"tools see the secret {name}" for name in project.tools.pass_env]
+    out += [f"MCP server {name} `{server.shown()}`" for name, server in project.mcp.servers.items()]
     return out
 
 
 def narrowed(project: Settings, user: Settings) -> Settings:
-    """Only what cannot widen permissions: the models, deny and ask rules, a stricter mode."""
+    """Only what cannot widen permissions: the models, deny and ask rules, a stricter mode
+    (no MCP servers: they are programs of the workspace's)."""
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
                     cache=project.cache, permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)

@@ -36,6 +36,8 @@ class ToolOutput:
     """A command's exit status; None: no command, or a signal ended it."""
     signal: str | None = None
     """The signal that ended a command (`SIGKILL`)."""
+    images: tuple[tuple[str, str], ...] = ()
+    """(media type, base64 data) of images the result shows the model (an MCP tool's)."""
 
     @property
     def failed(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Callable
 import anyio
 
 from heddle.core.messages import Message
+from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
@@ -97,6 +98,9 @@ class Session:
     last_call_at: float | None = None
     """`time.monotonic()` when its last turn ended (about its last model call); None: no turn
     in this daemon yet."""
+    mcp: McpServers | None = None
+    """Its MCP servers (`heddle.mcp.servers.start_servers`); None: it has none. Its turns
+    offer their tools; `SessionRegistry.close` stops them."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,19 @@ class SessionRegistry:
             return self._sessions[session_id]
         except KeyError:
             raise SessionError("notFound", f"no session {session_id!r}") from None
+
+    async def close(self, session_id: str) -> None:
+        """Forget a live session and stop its MCP servers (its transcript stays)."""
+        session = self._sessions.pop(session_id, None)
+        if session is not None and session.mcp is not None:
+            await session.mcp.close()
+
+    async def stop_servers(self) -> None:
+        """Stop the MCP servers of every live session (the daemon is exiting)."""
+        servers = [s.mcp for s in self._sessions.values() if s.mcp is not None]
+        async with anyio.create_task_group() as tg:
+            for mcp in servers:
+                tg.start_soon(mcp.close)
 
     def running_turns(self) -> list[RunningTurn]:
         return [s.turn for s in self._sessions.values() if s.turn is not None]

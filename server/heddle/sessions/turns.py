@@ -138,7 +138,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         results_dir=tool_results_dir(sessions_dir()) / session.id,
                         run_agent=run_agent)
 
-                toolbox = Toolbox(deps.tools, context(emit, None), asker,
+                toolbox = Toolbox(tools_of(session, deps), context(emit, None), asker,
                                   session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
@@ -194,6 +194,14 @@ def cache_expired(last_call_at: float | None, now: float, ttl: str) -> bool:
     return last_call_at is not None and now - last_call_at > LIFETIME_SECONDS[ttl]
 
 
+def tools_of(session: Session, deps: TurnDeps) -> dict[str, Tool]:
+    """The tools a turn of `session` offers: the built-in ones, then its MCP servers' (fixed
+    for the turn; a server that became ready since the last turn joins here)."""
+    if session.mcp is None:
+        return deps.tools
+    return {**deps.tools, **session.mcp.tools()}
+
+
 def stop_hooks_of(session: Session, emit: Callable[[CoreEvent], None] | None = None
                   ) -> StopHooks | None:
     """The session's `hooks.Stop` commands from its settings, if any; their output goes to
@@ -215,7 +223,7 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
     if session.compactor is None:
         cache = session.cache.over(deps.cache)
         prefix = Prefix(system_prompt(session.workspace, session.system_extra),
-                        tuple(schema_of(t) for t in deps.tools.values()),
+                        tuple(schema_of(t) for t in tools_of(session, deps).values()),
                         (cache.ttl or "5m") if cache.prompt_cache else None,
                         session.options.thinking_budget)
         session.compactor = CircuitBreaker(ModelCompactor(

@@ -62,8 +62,10 @@ def _has_path(inp: msgspec.Struct) -> bool:
 
 def schema_of(tool: Tool) -> dict[str, Any]:
     """The tool's definition as the Messages API takes it (built once per tool class: a few
-    milliseconds each time otherwise, on every turn)."""
-    return _schema(type(tool))
+    milliseconds each time otherwise, on every turn). A tool whose schema is not a Struct's
+    (an MCP server's) carries its `definition` ready-made."""
+    definition = getattr(tool, "definition", None)
+    return definition if definition is not None else _schema(type(tool))
 
 
 @functools.lru_cache(maxsize=None)

@@ -27,6 +27,7 @@ from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
 import heddle
 from heddle.acp import asking
 from heddle.acp.files import ClientFiles
+from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.updates import Translator
 from heddle.context.windows import Limits, limits_for
 from heddle.core.events import TerminalReason, TurnEnded
@@ -41,7 +42,7 @@ from heddle.rpc.transport import Pressure
 from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.turns import TurnDeps, TurnRequest, compact_session, start_turn
-from heddle.settings import cache_from_env, load_settings
+from heddle.settings import LoadedSettings, cache_from_env, load_settings
 from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class HeddleAgent:
             "agentCapabilities": {
                 "loadSession": self.sessions.directory is not None,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": False},
                 "sessionCapabilities": {"list": {}, "resume": {}} if self.sessions.directory
                 else {},
             },
@@ -180,14 +181,15 @@ class HeddleAgent:
         log.info("session %s on %s (model %s, mode %s)", session.id, session.workspace,
                  session.model, policy.mode)
         self._later_commands(session)
+        mcp = await attach_mcp(session, settings, mcp_servers)
         return {"sessionId": session.id, "modes": self._modes(session),
-                "_meta": self._meta(settings.warnings, mcp_servers)}
+                "_meta": self._meta(settings.warnings, mcp)}
 
     @_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list | None = None,
                            **_: Any) -> dict[str, Any]:
         self._need_auth()
-        session, loaded = self._load(session_id)
+        session, loaded, settings = self._load(session_id)
         replay = Translator(session.workspace, replay=True)
         turn = None
         for turn_id, event in loaded.events:
@@ -200,15 +202,17 @@ class HeddleAgent:
         for update in replay.close():
             self.update(session.id, update)
         self._later_commands(session)
-        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp_servers)}
+        mcp = await attach_mcp(session, settings, mcp_servers)
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
 
     @_errors
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: list | None = None,
                              **_: Any) -> dict[str, Any]:
         self._need_auth()
-        session, loaded = self._load(session_id)
+        session, loaded, settings = self._load(session_id)
         self._later_commands(session)
-        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp_servers)}
+        mcp = await attach_mcp(session, settings, mcp_servers)
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any
                             ) -> dict[str, Any]:
@@ -217,11 +221,17 @@ class HeddleAgent:
              "updatedAt": _iso(i.updated_at)} for i in self.sessions.list(cwd)]}
 
     def _load(self, session_id: str):
+        """The session, its transcript as read, and its settings (None: it was live)."""
+        read: list[LoadedSettings] = []
+
         def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
-            return PermissionPolicy.from_settings(load_settings(Path(workspace)), mode)
+            read.append(load_settings(Path(workspace)))
+            return PermissionPolicy.from_settings(read[-1], mode)
         session, loaded = self.sessions.load(session_id, policy_for, SessionOptions())
+        if read:
+            session.cache = read[-1].settings.cache
         self._attach(session)
-        return session, loaded
+        return session, loaded, read[-1] if read else None
 
     def _attach(self, session: Session) -> None:
         """The client's files for the session's tools, when it advertised them."""
@@ -234,13 +244,9 @@ class HeddleAgent:
         return {"currentModeId": session.policy.mode, "availableModes": [
             {"id": m, "name": MODE_INFO[m][0], "description": MODE_INFO[m][1]} for m in MODES]}
 
-    def _meta(self, warnings: list[str], mcp_servers: list | None) -> dict[str, Any]:
-        meta: dict[str, Any] = {"heddle": {"warnings": list(warnings)}}
-        if mcp_servers:
-            names = [getattr(s, "name", "?") for s in mcp_servers]
-            log.warning("MCP servers are not supported yet; ignoring %s", ", ".join(names))
-            meta["heddle"]["unsupportedMcpServers"] = names
-        return meta
+    def _meta(self, warnings: list[str], mcp: dict[str, Any]) -> dict[str, Any]:
+        """What Heddle says beside the answer: settings warnings, the MCP servers."""
+        return {"heddle": {"warnings": list(warnings), "mcp": mcp}}
 
     def _later_commands(self, session: Session) -> None:
         """The slash commands, just after the answer (the client knows the session then)."""
@@ -329,6 +335,7 @@ class HeddleAgent:
             session.turn.cancel()
 
     async def cancel_all(self) -> None:
+        """Cancel every turn and wait for them to end."""
         for turn in self.sessions.running_turns():
             turn.cancel()
         for turn in self.sessions.running_turns():

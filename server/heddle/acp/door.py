@@ -3,7 +3,8 @@
 However it is told to stop — stdin closing, SIGINT or SIGTERM — it stops one way, within
 SHUTDOWN_GRACE: every running turn is cancelled through the normal cancel path (each prompt
 answers `cancelled`, each tool call gets its final status, transcripts are written), then the
-tool process groups still registered with the reaper are killed. A second signal meanwhile
+sessions' MCP servers are stopped and the tool process groups still registered with the reaper
+are killed. A second signal meanwhile
 kills them and exits at once.
 """
 
@@ -20,6 +21,7 @@ from acp.connection import Connection
 from heddle import secret_env
 from heddle.acp.agent import HeddleAgent
 from heddle.acp.transport import StdioTransport
+from heddle.mcp.servers import STOP_BOUND
 from heddle.processes.reaper import REAPER
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,10 @@ async def _serve() -> int:
         await asyncio.sleep(0)  # the cancelled prompts' answers go out
     except asyncio.TimeoutError:
         log.warning("stopping: turns did not end within %g s", SHUTDOWN_GRACE)
+    try:
+        await asyncio.wait_for(agent.sessions.stop_servers(), STOP_BOUND + 1)
+    except asyncio.TimeoutError:
+        log.warning("stopping: MCP servers did not stop in time")
     for task in (serving, stopping, warm):
         task.cancel()
     try:

@@ -18,6 +18,7 @@ import msgspec
 
 from bench import scenarios as sc
 from bench.daemon import cpu_seconds, daemon_env, memory
+from bench.model import text_arrivals
 
 MB = 1024 * 1024
 _decode = msgspec.json.Decoder().decode
@@ -162,11 +163,13 @@ async def group(rig) -> tuple[dict[str, Any], dict[str, bool]]:
     try:
         await prompt(agent, sid, "warm up")
         proxy.reset()
+        proxy.record = True
         before, cpu = len(agent.updates), agent.cpu()
         sent, at, result = await prompt(agent, sid, "run the stream scenario")
         cpu = agent.cpu() - cpu
         mem = agent.memory()
     finally:
+        proxy.record = False
         await agent.close()
     calls = messages_sent(proxy.exchanges)
     updates = [u for _, u in agent.updates[before:]]
@@ -179,8 +182,9 @@ async def group(rig) -> tuple[dict[str, Any], dict[str, bool]]:
     out["acp.stream.model_calls"] = len(calls)
     out["acp.stream.notifications"] = len(updates)
     out["acp.stream.message_chunks"] = len(chunks)
-    out["acp.stream.notification_reduction_x"] = \
-        len(calls) * sizes.stream_deltas / max(1, len(chunks))
+    deltas = sum(len(text_arrivals(ex)) for ex in calls)
+    out["acp.stream.model_deltas"] = deltas
+    out["acp.stream.notification_reduction_x"] = deltas / max(1, len(chunks))
     out["acp.stream.peak_rss_mb"] = mem.get("VmHWM", 0) / MB
     checks["acp stream: end_turn"] = result["stopReason"] == "end_turn"
     checks["acp stream: every character arrived"] = len(text) >= sizes.stream_chars
@@ -224,6 +228,7 @@ METRICS = {
     "acp.stream.overhead_ms": ("…wall minus the server's own time", ("<=", 100)),
     "acp.stream.daemon_cpu_ms": ("…CPU time the agent used (10 ms ticks)", None),
     "acp.stream.model_calls": ("…model calls", None),
+    "acp.stream.model_deltas": ("…text deltas the model sent", None),
     "acp.stream.notifications": ("…session/update notifications the client got", None),
     "acp.stream.message_chunks": ("…agent_message_chunk notifications", None),
     "acp.stream.notification_reduction_x": ("…model deltas per agent_message_chunk", (">=", 10)),

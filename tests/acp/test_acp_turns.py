@@ -27,14 +27,17 @@ def read_then_edit() -> dict:
 
 
 async def test_initialize_is_honest(daemon_env, workspace):
-    async with agent(daemon_env, workspace) as (_, _, init):
+    async with agent(daemon_env, workspace) as (conn, _, init):
+        # the first is answered while the SDK loads, a later one by the agent: the same
+        again = await conn.initialize(protocol_version=1)
+        assert again == init
         caps = init.agent_capabilities
         assert init.protocol_version == 1
         assert init.agent_info.name == "heddle"
         assert caps.load_session is True
         assert caps.prompt_capabilities.embedded_context is True
         assert caps.prompt_capabilities.image is False
-        assert caps.mcp_capabilities.http is False and caps.mcp_capabilities.sse is False
+        assert caps.mcp_capabilities.http is True and caps.mcp_capabilities.sse is False
         assert caps.session_capabilities.list is not None
         assert init.auth_methods == []  # a key is in the environment
 

@@ -24,8 +24,7 @@ from acp.exceptions import RequestError
 from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
                         TextContentBlock, TextResourceContents)
 
-import heddle
-from heddle.acp import asking
+from heddle.acp import asking, hello
 from heddle.acp.files import ClientFiles
 from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.updates import Translator
@@ -49,16 +48,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The same default as `heddle serve` (heddle.rpc.server, which this process does not load)."""
-CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
-AUTH_METHOD = {
-    "id": "anthropic-env",
-    "name": "Anthropic API key in the environment",
-    "description": "Heddle reads ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for a gateway or a "
-                   "local model server) from the environment the editor starts `heddle acp` "
-                   "with. Set it there (e.g. `env` in Zed's agent_servers entry) and restart "
-                   "the agent.",
-}
-
 STOP_REASONS = {
     TerminalReason.COMPLETED: "end_turn",
     TerminalReason.ABORTED_STREAMING: "cancelled",
@@ -130,7 +119,7 @@ class HeddleAgent:
 
     @property
     def authenticated(self) -> bool:
-        return any(self.env.get(name) for name in CREDENTIALS)
+        return hello.authenticated(self.env)
 
     def update(self, session_id: str, update: dict[str, Any]) -> None:
         self.notify("session/update", {"sessionId": session_id, "update": update})
@@ -144,28 +133,17 @@ class HeddleAgent:
         log.info("initialize from %s (protocol %s, fs read %s write %s)",
                  getattr(client_info, "name", "an unnamed client"), protocol_version,
                  *self.client_fs)
-        return {
-            "protocolVersion": 1,
-            "agentCapabilities": {
-                "loadSession": self.sessions.directory is not None,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": True, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}} if self.sessions.directory
-                else {},
-            },
-            "agentInfo": {"name": "heddle", "title": "Heddle", "version": heddle.__version__},
-            "authMethods": [] if self.authenticated else [AUTH_METHOD],
-        }
+        return hello.initialize_result(self.env, self.sessions.directory is not None)
 
     async def authenticate(self, method_id: str, **_: Any) -> dict[str, Any]:
         if self.authenticated:
             return {}
-        raise RequestError(-32000, "Authentication required: " + AUTH_METHOD["description"])
+        raise RequestError(-32000, "Authentication required: " + hello.AUTH_METHOD["description"])
 
     def _need_auth(self) -> None:
         if not self.authenticated:
-            raise RequestError(-32000, "Authentication required: " + AUTH_METHOD["description"],
-                               {"authMethods": [AUTH_METHOD["id"]]})
+            raise RequestError(-32000, "Authentication required: " + hello.AUTH_METHOD["description"],
+                               {"authMethods": [hello.AUTH_METHOD["id"]]})
 
     # -- sessions ----------------------------------------------------------------------------
     @_errors

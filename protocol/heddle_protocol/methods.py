@@ -42,6 +42,10 @@ METHODS: tuple[Method, ...] = (
     Method("session/compact", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
            t.SessionCompactParams, t.SessionCompactResult,
            "Summarise an idle session's history now, keeping the last rounds verbatim."),
+    Method("session/close", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
+           t.SessionCloseParams, t.SessionCloseResult,
+           "End a live session: its running turn is cancelled and its MCP servers are "
+           "stopped; its transcript stays (session/load brings it back)."),
     Method("turn/start", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
            t.TurnStartParams, t.TurnStartResult,
            "Run one user prompt to its end; stays open while the turn runs."),

@@ -94,6 +94,23 @@ class UntrustedSettings(Wire):
     `permission mode bypassPermissions`, ``PreToolUse hook `./check.sh` ``."""
 
 
+class McpServerInfo(Wire):
+    """One MCP server of a session ([docs/mcp.md](../docs/mcp.md))."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    source: Literal["user", "project", "client"]
+    """Which settings file it came from (`client`: the front door's request)."""
+    state: Literal["starting", "ready", "restarting", "failed", "stopped"]
+    """When the result was sent. `starting`: not ready within the start-up bound; its tools
+    join from the next turn that starts after it is ready."""
+    tools: list[str] = []
+    """The names the model sees: `mcp__<server>__<tool>`."""
+    error: str | None = None
+    """Why it failed or last stopped."""
+    restarts: int = 0
+
+
 class SessionNewResult(Wire):
     session_id: str
     workspace: str
@@ -104,6 +121,9 @@ class SessionNewResult(Wire):
     untrusted_settings: UntrustedSettings | None = None
     """Set when the project settings are not trusted, so what they would widen is ignored (a
     `window/showMessage` warning says so too). Omitted: nothing was ignored for want of trust."""
+    mcp_servers: list[McpServerInfo] = []
+    """The session's MCP servers from the settings files (a project's only once trusted), as
+    they were after the start-up bound. Omitted: none."""
 
 
 class SessionListParams(Wire):
@@ -148,10 +168,21 @@ class SessionLoadResult(Wire):
     problems in the settings files. Omitted: none."""
     untrusted_settings: UntrustedSettings | None = None
     """As in `session/new`. Omitted: nothing was ignored for want of trust."""
+    mcp_servers: list[McpServerInfo] = []
+    """As in `session/new`. Omitted: none."""
 
 
 class SessionCompactParams(Wire):
     session_id: str
+
+
+class SessionCloseParams(Wire):
+    session_id: str
+
+
+class SessionCloseResult(Wire):
+    session_id: str
+    mcp_servers_stopped: int = 0
 
 
 class SessionCompactResult(Wire):

@@ -6,7 +6,8 @@ command starting with those words; a command line is read with a bash parser
 path: a glob (wcmatch) over the resolved absolute path, relative to the workspace unless it
 starts with `/` or `~` (`Edit(src/**)`, `Read(~/.ssh/**)`); `**` spans folders, `*` and `?`
 stay inside one. A rule named `Edit` covers every tool that edits files, `Read` every tool that
-reads them.
+reads them. MCP tools (`mcp__<server>__<tool>`) are named whole, or a server's at once:
+`mcp__github` or `mcp__github__*` (every tool of the server `github`), `mcp__*` (every MCP tool).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 FAMILIES = {"Edit": EDIT_TOOLS, "Read": READ_TOOLS}
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*|mcp__([A-Za-z0-9_-]+__)?\*")
+MCP = "mcp__"
 
 
 class RuleError(ValueError):
@@ -67,7 +69,13 @@ def check_rule(rule: str) -> str:
 
 
 def covers(rule_tool: str, tool_name: str) -> bool:
-    return rule_tool == tool_name or tool_name in FAMILIES.get(rule_tool, ())
+    if rule_tool == tool_name or tool_name in FAMILIES.get(rule_tool, ()):
+        return True
+    if not rule_tool.startswith(MCP) or not tool_name.startswith(MCP):
+        return False
+    if rule_tool.endswith("*"):  # mcp__* or mcp__<server>__*
+        return tool_name.startswith(rule_tool[:-1])
+    return "__" not in rule_tool[len(MCP):] and tool_name.startswith(rule_tool + "__")
 
 
 def rule_matches(rule: str, tool: Any, inp: Any, ctx: Any, kind: RuleKind = "allow") -> bool:

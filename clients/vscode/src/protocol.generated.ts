@@ -8,6 +8,7 @@ export const Methods = {
   SessionList: "session/list",
   SessionLoad: "session/load",
   SessionCompact: "session/compact",
+  SessionClose: "session/close",
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
@@ -115,6 +116,15 @@ export interface LineRange {
   startLine: number;
   endLine: number;
 }
+export interface McpServerInfo {
+  name: string;
+  transport: "http" | "stdio";
+  source: "client" | "project" | "user";
+  state: "failed" | "ready" | "restarting" | "starting" | "stopped";
+  tools?: Array<string>;
+  error?: string | null;
+  restarts?: number;
+}
 export interface ModelCallEvent {
   kind: "modelCall";
   index: number;
@@ -214,6 +224,13 @@ export interface ServerHeddleCapabilities {
   eventKinds: Array<string>;
   tools: Array<string>;
 }
+export interface SessionCloseParams {
+  sessionId: string;
+}
+export interface SessionCloseResult {
+  sessionId: string;
+  mcpServersStopped?: number;
+}
 export interface SessionCompactParams {
   sessionId: string;
 }
@@ -251,6 +268,7 @@ export interface SessionLoadResult {
   title: string;
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
+  mcpServers?: Array<McpServerInfo>;
 }
 export interface SessionNewParams {
   workspace: string;
@@ -269,6 +287,7 @@ export interface SessionNewResult {
   permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
+  mcpServers?: Array<McpServerInfo>;
 }
 export interface TextDeltaEvent {
   kind: "textDelta";

@@ -106,8 +106,8 @@ def microcompact(messages: tuple[Message, ...], tokens: int, target: int, keep: 
     for i, j, b in clearable:
         if tokens <= target:
             break
-        if len(b.content) <= len(CLEARED):
-            continue
+        if isinstance(b.content, str) and len(b.content) <= len(CLEARED):
+            continue  # (a result with images is always worth clearing)
         blocks = list(out[i].content)
         blocks[j] = ToolResultBlock(b.tool_use_id, CLEARED, b.is_error)
         out[i] = Message("user", tuple(blocks))

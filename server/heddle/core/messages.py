@@ -29,10 +29,31 @@ class ToolUseBlock(msgspec.Struct, frozen=True, tag_field="type", tag="tool_use"
     input: dict[str, Any]
 
 
+class ImageSource(msgspec.Struct, frozen=True, tag_field="type", tag="base64"):
+    media_type: str
+    data: str
+    """Base64."""
+
+
+class ImageBlock(msgspec.Struct, frozen=True, tag_field="type", tag="image"):
+    source: ImageSource
+
+
+ResultPart = Union[TextBlock, ImageBlock]
+
+
 class ToolResultBlock(msgspec.Struct, frozen=True, tag_field="type", tag="tool_result"):
     tool_use_id: str
-    content: str
+    content: str | tuple[ResultPart, ...]
+    """Text; or text and images (an MCP tool's result), the text first."""
     is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The result's text (its images left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextBlock))
 
 
 Block = Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock]

@@ -23,7 +23,7 @@ import msgspec
 from heddle.core.events import (CoreEvent, DiffPreview, PermissionAnswered, PermissionAsked,
                                 Preview, ToolCallFinished)
 from heddle.core.hunks import Review, review
-from heddle.core.messages import ToolResultBlock, ToolUseBlock
+from heddle.core.messages import ImageBlock, ImageSource, TextBlock, ToolResultBlock, ToolUseBlock
 from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
@@ -48,6 +48,8 @@ class _Call:
     failed: bool = False
     """The command failed (non-zero exit, a signal): shown as an error, although the model's
     result is not marked as one (it reads the exit status in the text)."""
+    images: tuple[tuple[str, str], ...] = ()
+    """(media type, base64) of the images its result shows the model (an MCP tool's)."""
 
     @property
     def safe(self) -> bool:
@@ -167,7 +169,10 @@ class ToolExecutor:
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
-        call.result = ToolResultBlock(call.block.id, content or "(no output)", status != "ok")
+        images = tuple(ImageBlock(ImageSource(kind, data)) for kind, data in call.images)
+        text = content or ("" if images else "(no output)")
+        call.result = ToolResultBlock(call.block.id, ((TextBlock(text),) if text else ()) + images
+                                      if images else text, status != "ok")
         shown = "error" if status == "ok" and call.failed else status
         self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, shown, summary, diff,
                                        call.result, *call.exit))
@@ -206,6 +211,7 @@ class ToolExecutor:
             else:
                 output = await tool.run(inp, self.ctx)
             call.exit, call.failed = (output.exit_code, output.signal), output.failed
+            call.images = output.images
         except _InvalidInput as exc:
             return "error", str(exc), f"invalid input: {exc.detail}", None
         except ToolError as exc:

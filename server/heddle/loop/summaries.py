@@ -52,7 +52,7 @@ def describe(calls: list[ToolUseBlock], results: tuple[ToolResultBlock, ...]) ->
     for call in calls:
         result = by_id.get(call.id)
         outcome = "(no result)" if result is None else (
-            ("error: " if result.is_error else "") + result.content[:300].replace("\n", " "))
+            ("error: " if result.is_error else "") + result.text[:300].replace("\n", " "))
         lines.append(f"- {call.name} {msgspec.json.encode(call.input).decode()[:200]} -> {outcome}")
     return "\n".join(lines)
 

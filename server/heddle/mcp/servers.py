@@ -14,6 +14,7 @@ sessions without MCP servers never pay for it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +24,14 @@ import anyio
 
 from heddle.core.tools import Tool, ToolError
 from heddle.mcp.config import McpServerConfig
+from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, RemoteTool
+
+__all__ = ["CallResult", "McpServers", "RemoteTool", "Server", "ServerStatus", "start_servers"]
 
 log = logging.getLogger(__name__)
 
 STARTUP_BOUND = 5.0
 """Seconds a new session waits for its servers (the settings' `mcp.startup_timeout`)."""
-CONNECT_TIMEOUT = 30.0
-"""Seconds a server has to start and answer `initialize` and `tools/list`."""
 MAX_RESTARTS = 3
 """Restarts of a server that died, per session; then it stays failed."""
 RESTART_DELAY = 0.5
@@ -38,27 +40,6 @@ STOP_BOUND = 6.0
 """Seconds stopping a session's servers may take (a stdio server gets SIGTERM, then SIGKILL)."""
 
 State = Literal["starting", "ready", "restarting", "failed", "stopped"]
-
-
-@dataclass(frozen=True)
-class RemoteTool:
-    """A tool as a server listed it (SDK types already turned into plain values)."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only_hint: bool = False
-    title: str | None = None
-
-
-@dataclass(frozen=True)
-class CallResult:
-    """A tool call's result, converted: the text the model reads, the images beside it."""
-
-    text: str
-    images: tuple[tuple[str, str], ...] = ()
-    """(media type, base64 data) of each image the result holds."""
-    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,10 +87,9 @@ class Server:
                             f"{tool} could not be called.")
         return await connection.call(tool, arguments, self.config.timeout)
 
-    async def run(self) -> None:
-        """Connect, and reconnect after the server dies, up to MAX_RESTARTS times."""
-        from heddle.mcp import client  # the SDK: only for a session that has servers
-
+    async def run(self, client: Any) -> None:
+        """Connect (with `client`, the module `heddle.mcp.client`), and reconnect after the
+        server dies, up to MAX_RESTARTS times."""
         while True:
             try:
                 async with client.connect(self.config, self.workspace) as connection:
@@ -132,13 +112,13 @@ class Server:
                 self._changed()
                 return
             self.state = "restarting"
+            if self.ready.is_set():  # calls meanwhile wait for the restart
+                self.ready = anyio.Event()
             await anyio.sleep(RESTART_DELAY * 2 ** self.restarts)
             self.restarts += 1
 
     def _changed(self) -> None:
         self.ready.set()
-        if self.state == "restarting":
-            self.ready = anyio.Event()
 
     def status(self, tools: Sequence[str]) -> ServerStatus:
         return ServerStatus(self.config.name, self.config.transport, self.config.source,
@@ -155,26 +135,39 @@ class McpServers:
         """Servers that could not be started as configured, one line each."""
         seen: set[str] = set()
         for config in configs:
-            problem = config.problem() or (f"MCP server {config.name} is configured twice; "
-                                           "the first is used" if config.name in seen else None)
-            if problem:
-                self.problems.append(problem)
+            if config.name in seen:
+                self.problems.append(f"MCP server {config.name} is configured twice; the "
+                                     "first is used")
                 continue
             seen.add(config.name)
-            self.servers.append(Server(config, workspace))
+            server = Server(config, workspace)
+            if problem := config.problem():  # listed as failed, saying why; never started
+                self.problems.append(problem)
+                server.state, server.error = "failed", problem
+                server.ready.set()
+            self.servers.append(server)
         self._closing = anyio.Event()
         self._task: asyncio.Task | None = None
         self._tools: dict[str, Tool] | None = None
         self._named: set[str] = set()
 
     def start(self) -> None:
-        if self._task is None and self.servers:
+        if self._task is None and any(s.state == "starting" for s in self.servers):
             self._task = asyncio.get_running_loop().create_task(self._main())
 
     async def _main(self) -> None:
+        try:
+            client = await import_client()
+        except ImportError as exc:  # an install without the SDK: the servers say so
+            for server in self.servers:
+                if server.state == "starting":
+                    server.state, server.error = "failed", f"the mcp SDK cannot be imported: {exc}"
+                    server.ready.set()
+            return
         async with anyio.create_task_group() as tg:
             for server in self.servers:
-                tg.start_soon(server.run)
+                if server.state == "starting":
+                    tg.start_soon(server.run, client)
             await self._closing.wait()
             tg.cancel_scope.cancel()  # each connection's exit stops its server
 
@@ -215,6 +208,13 @@ class McpServers:
             if scope.cancelled_caught:
                 log.warning("MCP servers did not stop within %g s", STOP_BOUND)
                 task.cancel()
+
+
+async def import_client() -> Any:
+    """`heddle.mcp.client`, imported on a worker thread: the SDK is about 0.8 s of CPU, which
+    would stall every other session's stream on the event loop. Only a session with servers
+    gets here."""
+    return await anyio.to_thread.run_sync(importlib.import_module, "heddle.mcp.client")
 
 
 async def start_servers(configs: Sequence[McpServerConfig], workspace: Path,

@@ -74,7 +74,8 @@ class McpTool:
 def _summary(text: str, images: int) -> str:
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     first = first if len(first) <= 80 else first[:79] + "…"
-    return first + (f" (+{images} image{'s' if images > 1 else ''})" if images else "") or "done"
+    shown = f"{images} image{'s' if images > 1 else ''}" if images else ""
+    return " + ".join(part for part in (first, shown) if part) or "done"
 
 
 def tools_of(servers: Iterable[Server]) -> dict[str, Tool]:

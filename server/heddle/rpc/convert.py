@@ -9,6 +9,7 @@ from heddle_protocol import events as wev
 from heddle.core import events as core
 from heddle.loop.prompt import ContextItem
 from heddle.core.hunks import HunkDecision, check, outcomes, rejection_message
+from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule
 from heddle.settings import Untrusted
 
@@ -131,6 +132,14 @@ def todo_item(t: core.TodoItem) -> wev.TodoItem:
 def untrusted(u: Untrusted | None) -> wire.UntrustedSettings | None:
     return None if u is None else wire.UntrustedSettings(
         settings_file=str(u.file), sha256=u.sha256, ignored=list(u.ignored))
+
+
+def mcp_servers(servers: McpServers | None) -> list[wire.McpServerInfo]:
+    if servers is None:
+        return []
+    return [wire.McpServerInfo(name=s.name, transport=s.transport, source=s.source,  # type: ignore[arg-type]
+                               state=s.state, tools=list(s.tools), error=s.error,
+                               restarts=s.restarts) for s in servers.status()]
 
 
 def rule(r: Rule) -> wire.PermissionRule:

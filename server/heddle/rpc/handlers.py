@@ -13,6 +13,8 @@ from pygls.exceptions import JsonRpcException
 import heddle_protocol as wire
 from heddle_protocol.events import TurnEventParams
 from heddle.core.events import TurnEnded
+from heddle.mcp import config as mcp_config
+from heddle.mcp.servers import STARTUP_BOUND, start_servers
 from heddle.permissions.policy import PermissionAnswer, PermissionPolicy, PermissionPrompt
 from heddle.rpc import convert
 from heddle.rpc.daemon import Daemon
@@ -50,9 +52,11 @@ def register(server: Daemon) -> None:
         s.cache = settings.settings.cache
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
+        await start_mcp(s, settings)
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
                                      permission_mode=s.policy.mode, warnings=settings.warnings,
-                                     untrusted_settings=convert.untrusted(settings.untrusted))
+                                     untrusted_settings=convert.untrusted(settings.untrusted),
+                                     mcp_servers=convert.mcp_servers(s.mcp))
 
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
@@ -104,6 +108,7 @@ def register(server: Daemon) -> None:
         if settings is not None:  # the settings' fallback model, read with the session's folder
             session.options = session.options.over(defaults_for(settings))
             session.cache = settings.settings.cache
+            await start_mcp(session, settings)
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1
@@ -113,7 +118,19 @@ def register(server: Daemon) -> None:
             session_id=session.id, workspace=str(session.workspace), model=session.model,
             permission_mode=session.policy.mode, turns=loaded.turns, title=loaded.title,
             warnings=loaded.warnings + (settings.warnings if settings else []),
-            untrusted_settings=convert.untrusted(settings.untrusted if settings else None))
+            untrusted_settings=convert.untrusted(settings.untrusted if settings else None),
+            mcp_servers=convert.mcp_servers(session.mcp))
+
+    async def session_close(p: wire.SessionCloseParams) -> wire.SessionCloseResult:
+        session = server.sessions.get(p.session_id)
+        stopped = len(session.mcp.servers) if session.mcp is not None else 0
+        while session.turn is not None:  # a queued prompt may start the next: end each
+            running = session.turn
+            running.cancel()
+            await running.done.wait()
+        await server.sessions.close(session.id)
+        log.info("session %s closed (%d MCP servers stopped)", session.id, stopped)
+        return wire.SessionCloseResult(session_id=session.id, mcp_servers_stopped=stopped)
 
     async def turn_cancel(p: wire.TurnCancelParams) -> None:
         session = server.sessions.get(p.session_id)
@@ -127,7 +144,16 @@ def register(server: Daemon) -> None:
     handler(server, "session/list", session_list)
     handler(server, "session/load", session_load)
     handler(server, "session/compact", session_compact)
+    handler(server, "session/close", session_close)
     handler(server, "turn/cancel", turn_cancel)
+
+
+async def start_mcp(session: Session, settings: LoadedSettings) -> None:
+    """Start the MCP servers the settings give `session` (none: nothing is imported)."""
+    configs = mcp_config.from_settings(settings)
+    if configs:
+        session.mcp = await start_servers(configs, session.workspace,
+                                          settings.settings.mcp.startup_timeout or STARTUP_BOUND)
 
 
 def _asker(server: Daemon, session: Session, turn_id: str):

@@ -200,6 +200,7 @@ class HeddleServer(LanguageServer):
         self.tidy_up()
         await self._stop.wait()
         await self._wind_down()
+        await self.sessions.stop_servers()  # MCP servers: each group killed, reaped
         transport.close()
         REAPER.close()  # kills what a turn that did not end in time left running
         for task in list(self._background):

@@ -6,6 +6,7 @@ return {
     SESSION_LIST = "session/list",
     SESSION_LOAD = "session/load",
     SESSION_COMPACT = "session/compact",
+    SESSION_CLOSE = "session/close",
     TURN_START = "turn/start",
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",

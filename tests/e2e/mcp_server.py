@@ -1,0 +1,81 @@
+"""A real MCP server for the tests, on the `mcp` SDK (MCPServer, formerly FastMCP), over stdio
+(`python -I mcp_server.py`) or streamable HTTP (`python -I mcp_server.py --http PORT`).
+Each start appends its pid to `$MCP_TEST_STARTS` (when set); `$MCP_TEST_EXIT_AT_START=1` makes
+it exit before it speaks, every time (a server that never comes up).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":  # before the SDK's import: a server that never comes up is quick
+    if starts := os.environ.get("MCP_TEST_STARTS"):
+        with open(starts, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    if os.environ.get("MCP_TEST_EXIT_AT_START") == "1":
+        print("not today", file=sys.stderr)
+        sys.exit(7)
+
+import base64  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+
+import anyio  # noqa: E402
+from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp_types import ToolAnnotations  # noqa: E402
+
+PNG = base64.b64decode(  # a 1x1 red PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==")
+
+server = MCPServer("testsrv")
+
+
+@server.tool(description="Echo the text back.")
+def echo(text: str) -> str:
+    return f"echo: {text}"
+
+
+@server.tool(description="Always fails.")
+def fail(why: str = "it broke") -> str:
+    raise ToolError(f"failed on purpose: {why}")
+
+
+@server.tool(description="Never answers.")
+async def hang() -> str:
+    await anyio.sleep(3600)
+    return "woke up"
+
+
+@server.tool(description="A small picture.")
+def picture() -> Image:
+    return Image(data=PNG, format="png")
+
+
+@server.tool(description="Exits the server at once.")
+def crash() -> str:
+    os._exit(3)
+
+
+@server.tool(description="Starts a long-lived child process of the server; its pid.")
+def child() -> str:
+    return str(subprocess.Popen(["sleep", "600"]).pid)
+
+
+@server.tool(description="What the server sees of its environment.",
+             annotations=ToolAnnotations(read_only_hint=True))
+def peek(names: list[str]) -> str:
+    return json.dumps({"pid": os.getpid(), "env": {n: os.environ.get(n) for n in names}})
+
+
+@server.tool(description="The value of one header of the request (HTTP only).")
+def header(key: str, ctx: Context) -> str:
+    return str((ctx.headers or {}).get(key.lower()))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

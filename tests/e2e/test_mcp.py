@@ -1,0 +1,281 @@
+"""MCP servers as tools, through the LSP door: a real stdio server on the `mcp` SDK
+(`mcp_server.py`), the daemon over real stdio, the model scripted over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e import lsp
+from e2e.test_permissions import DONE, statuses, tool, write_settings
+from procs import alive, all_dead
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+SECRET = "hunter2-mcp-env-value"
+HEADER_SECRET = "Bearer hunter3-mcp-header"
+
+
+WAIT = "[mcp]\nstartup_timeout = 40\n\n"
+"""A session waits for its servers until they are ready (a loaded machine is slow to start one;
+the tests do not depend on how slow)."""
+
+
+def server_toml(name: str, starts: Path, extra: str = "", env: str = "") -> str:
+    args = json.dumps(["-I", str(SERVER)])
+    return (WAIT + f'[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n'
+            f'env = {{ MCP_TEST_STARTS = {json.dumps(str(starts))}{env} }}\n{extra}')
+
+
+def pids(starts: Path) -> list[int]:
+    return [int(line) for line in starts.read_text().split()] if starts.exists() else []
+
+
+def results(scripted, model: str, request: int = -1) -> list[dict]:
+    return [b for b in scripted.requests_for(model)[request].body["messages"][-1]["content"]
+            if b["type"] == "tool_result"]
+
+
+@pytest.fixture
+def user_file(tmp_path) -> Path:
+    return tmp_path / "config/heddle/settings.toml"
+
+
+@pytest.fixture
+def starts(tmp_path) -> Path:
+    return tmp_path / "starts.txt"
+
+
+async def new_session(client, workspace, model: str) -> dict:
+    return await client.call("session/new", {"workspace": str(workspace), "model": model},
+                             timeout=45)
+
+
+async def test_tools_are_offered_called_and_their_results_converted(
+        client, scripted, workspace, user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv__*"]\n'
+                   + server_toml("srv", starts))
+    scripted.add_scenario("calls", {"steps": [
+        {"content": [tool("mcp__srv__echo", text="hi"), tool("mcp__srv__fail", why="no"),
+                     tool("mcp__srv__picture")]},
+        {"content": [tool("mcp__srv__echo", text="again")]}, DONE]})
+    opened = await new_session(client, workspace, "calls")
+    (srv,) = opened["mcpServers"]
+    assert (srv["name"], srv["state"], srv["transport"], srv["source"]) == \
+        ("srv", "ready", "stdio", "user")
+    assert srv["tools"] == sorted(srv["tools"]) and "mcp__srv__echo" in srv["tools"]
+
+    result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    assert result["reason"] == "completed"
+    assert client.permission_requests == []  # the rule mcp__srv__* allowed them all
+    assert statuses(client) == ["ok", "error", "ok", "ok"]
+    echo, fail, picture = results(scripted, "calls", 1)
+    assert echo["content"] == "echo: hi" and not echo["is_error"]
+    assert fail["is_error"] and "failed on purpose: no" in fail["content"]
+    assert picture["content"][-1]["type"] == "image"
+    assert picture["content"][-1]["source"]["media_type"] == "image/png"
+    bodies = [r.body for r in scripted.requests_for("calls")]
+    offered = [t for t in bodies[0]["tools"] if t["name"].startswith("mcp__")]
+    assert [t["name"] for t in offered] == srv["tools"]
+    echo_def = next(t for t in offered if t["name"] == "mcp__srv__echo")
+    assert echo_def["input_schema"]["required"] == ["text"]
+    assert all(b["tools"] == bodies[0]["tools"] for b in bodies)  # the cache sees one prefix
+
+
+async def test_calls_ask_by_default_and_a_read_only_hint_needs_the_users_word(
+        daemon_env, daemon_command, scripted, workspace, user_file, starts):
+    env = dict(daemon_env, GITHUB_TOKEN="ghp-secret", PLAIN_VAR="plain")
+    names = ["GITHUB_TOKEN", "ANTHROPIC_API_KEY", "PLAIN_VAR", "SRV_SECRET"]
+    for trust_read_only in (False, True):
+        model = f"peek-{trust_read_only}"
+        scripted.add_scenario(model, {"steps": [
+            {"content": [tool("mcp__srv__peek", names=names), tool("mcp__srv__echo", text="x")]},
+            DONE]})
+        write_settings(user_file, server_toml(
+            "srv", starts, f"trust_read_only = {str(trust_read_only).lower()}\n",
+            env=f', SRV_SECRET = "{SECRET}"'))
+        client = await lsp.start(env, daemon_command)
+        try:
+            client.answer = lambda params: {"decision": "allowOnce"}
+            opened = await new_session(client, workspace, model)
+            await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+            asked = [r["tool"] for r in client.permission_requests]
+            want = ["mcp__srv__echo"] if trust_read_only else ["mcp__srv__peek", "mcp__srv__echo"]
+            assert asked == want
+            echo = next(r for r in client.permission_requests if r["tool"] == "mcp__srv__echo")
+            assert [o.get("rule") for o in echo["options"]][1] == "mcp__srv__echo"
+            seen = json.loads(results(scripted, model)[0]["content"])["env"]
+            # Heddle's secrets are not passed on; the server's own env is
+            assert seen == {"GITHUB_TOKEN": None, "ANTHROPIC_API_KEY": None,
+                            "PLAIN_VAR": "plain", "SRV_SECRET": SECRET}
+        finally:
+            await lsp.stop(client)
+    log = (Path(daemon_env["HEDDLE_LOG_FILE"])).read_text()
+    transcripts = "".join(p.read_text() for p in
+                          Path(daemon_env["XDG_STATE_HOME"]).rglob("*.jsonl"))
+    assert "mcp__srv__peek" in log + transcripts
+    assert SECRET not in log and "ghp-secret" not in log
+
+
+async def test_a_hanging_call_times_out_and_the_server_keeps_serving(
+        client, scripted, workspace, user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv"]\n'
+                   + server_toml("srv", starts, "timeout = 1\n"))
+    scripted.add_scenario("hang", {"steps": [
+        {"content": [tool("mcp__srv__hang")]}, {"content": [tool("mcp__srv__echo", text="up")]},
+        DONE]})
+    opened = await new_session(client, workspace, "hang")
+
+    result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    assert result["reason"] == "completed"
+    assert statuses(client) == ["error", "ok"]
+    (hang,) = results(scripted, "hang", 1)
+    assert hang["is_error"] and "did not answer hang within 1 s" in hang["content"]
+    assert results(scripted, "hang", 2)[0]["content"] == "echo: up"
+    assert len(pids(starts)) == 1
+
+
+async def test_a_crashed_server_is_restarted(client, scripted, workspace, user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__*"]\n' + server_toml("srv", starts))
+    scripted.add_scenario("crash", {"steps": [
+        {"content": [tool("mcp__srv__crash")]}, {"content": [tool("mcp__srv__echo", text="back")]},
+        DONE]})
+    opened = await new_session(client, workspace, "crash")
+
+    result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    assert result["reason"] == "completed"
+    (crash,) = results(scripted, "crash", 1)
+    assert crash["is_error"] and "stopped while running crash" in crash["content"]
+    assert "exited with code 3" in crash["content"]
+    assert results(scripted, "crash", 2)[0]["content"] == "echo: back"
+    first, second = pids(starts)
+    assert not alive(first) and alive(second)
+
+
+async def test_a_server_that_keeps_dying_is_restarted_a_bounded_number_of_times(
+        client, scripted, workspace, user_file, starts):
+    write_settings(user_file, server_toml(
+        "srv", starts, env=', MCP_TEST_EXIT_AT_START = "1"'))
+    scripted.add_scenario("dead", {"steps": [{"content": [tool("mcp__srv__echo", text="x")]},
+                                            DONE]})
+    opened = await new_session(client, workspace, "dead")
+    (srv,) = opened["mcpServers"]
+    assert srv["state"] == "failed" and srv["restarts"] == 3 and "tools" not in srv
+    assert "exited with code 7" in srv["error"] and "not today" in srv["error"]
+    assert len(pids(starts)) == 4
+
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    (call,) = results(scripted, "dead", 1)  # never listed: not offered, so unknown
+    assert call["is_error"] and "There is no tool named mcp__srv__echo" in call["content"]
+    assert len(pids(starts)) == 4
+
+
+async def test_a_project_server_starts_only_once_the_project_is_trusted(
+        client, scripted, workspace, user_file, starts):
+    write_settings(user_file, WAIT)
+    write_settings(workspace / ".heddle/settings.toml", server_toml("proj", starts)[len(WAIT):])
+    opened = await new_session(client, workspace, "any")
+    assert opened.get("mcpServers", []) == []
+    ignored = opened["untrustedSettings"]["ignored"]
+    assert [line for line in ignored if line.startswith("MCP server proj `")] == \
+        [f"MCP server proj `{sys.executable} -I {SERVER}`"]
+    assert pids(starts) == []
+
+    await lsp.trust(client, workspace)
+    trusted = await new_session(client, workspace, "any")
+    (proj,) = trusted["mcpServers"]
+    assert (proj["name"], proj["source"], proj["state"]) == ("proj", "project", "ready")
+    assert len(pids(starts)) == 1
+
+
+async def test_servers_stop_with_their_session_and_with_the_daemon(
+        daemon_env, daemon_command, scripted, workspace, user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv__child"]\n'
+                   + server_toml("srv", starts))
+    scripted.add_scenario("child", {"steps": [{"content": [tool("mcp__srv__child")]}, DONE]})
+    client = await lsp.start(daemon_env, daemon_command)
+    try:
+        one = await new_session(client, workspace, "child")
+        two = await new_session(client, workspace, "child")
+        await client.call("turn/start", {"sessionId": one["sessionId"], "prompt": "go"})
+        child = int(results(scripted, "child")[0]["content"])
+        first, second = pids(starts)
+        assert alive(first) and alive(second) and alive(child)
+
+        closed = await client.call("session/close", {"sessionId": one["sessionId"]})
+        assert closed == {"sessionId": one["sessionId"], "mcpServersStopped": 1}
+        assert await all_dead([first, child])  # the server's whole process group
+        assert alive(second)
+    finally:
+        await lsp.stop(client)
+    assert await all_dead([second])
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """The test server over streamable HTTP on a free loopback port; its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (tmp_path / "http-server.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(10)
+        log.close()
+
+
+async def test_a_streamable_http_server_gets_its_headers(
+        client, scripted, workspace, user_file, http_server, daemon_env):
+    write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
+                   f'[mcp.servers.web]\nurl = "{http_server}"\n'
+                   f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
+    scripted.add_scenario("web", {"steps": [
+        {"content": [tool("mcp__web__header", key="Authorization"),
+                     tool("mcp__web__echo", text="over http")]}, DONE]})
+    opened = await new_session(client, workspace, "web")
+    (web,) = opened["mcpServers"]
+    assert (web["transport"], web["state"]) == ("http", "ready")
+
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    header, echo = results(scripted, "web")
+    assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
+    assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
+async def test_a_killed_daemon_leaves_no_server_behind(daemons, scripted, workspace,
+                                                      user_file, starts):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__srv__child"]\n'
+                   + server_toml("srv", starts))
+    scripted.add_scenario("child", {"steps": [{"content": [tool("mcp__srv__child")]}, DONE]})
+    daemon = await daemons()
+    opened = await daemon.call("session/new", {"workspace": str(workspace), "model": "child"},
+                               timeout=45)
+    await daemon.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    child = int(results(scripted, "child")[0]["content"])  # it does not read the server's stdin
+    (pid,) = pids(starts)
+    assert alive(child)
+
+    await daemon.kill()  # SIGKILL: no clean-up of its own; the reaper kills the group
+
+    assert await all_dead([pid, child], within=10)

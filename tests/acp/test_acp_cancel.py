@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 from acp import text_block
 
@@ -73,3 +74,30 @@ async def test_cancel_while_asking_closes_the_call(scripted, daemon_env, workspa
         result = await asyncio.wait_for(prompt, 15)
     assert result.stop_reason == "cancelled"
     finished(client)
+
+
+async def test_sigterm_cancels_the_turn_and_kills_its_commands(scripted, daemon_env, workspace,
+                                                               tmp_path):
+    marker = tmp_path / "sleeper.pid"
+    scripted.add_scenario("term", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": f"echo $$ > {marker}; exec sleep 60"}}]}]})
+    client = Recorder()
+    async with agent({**daemon_env, "HEDDLE_MODEL": "term"}, workspace, client) as (conn, proc, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="bypassPermissions")
+        prompt = asyncio.ensure_future(conn.prompt(session_id=session.session_id,
+                                                   prompt=[text_block("Sleep")]))
+
+        async def started():
+            while not marker.exists() or not marker.read_text().strip():
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(started(), 20)
+        proc.terminate()
+        result = await asyncio.wait_for(prompt, 15)
+        code = await asyncio.wait_for(proc.wait(), 15)
+    assert result.stop_reason == "cancelled"
+    assert code == 128 + 15
+    finished(client)
+    pid = int(marker.read_text())
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]

@@ -38,20 +38,29 @@ async def test_reads_and_edits_go_through_the_client(scripted, daemon_env, works
     assert [c["status"] for c in client.calls().values()] == ["completed", "completed"]
 
 
-async def test_a_new_file_is_written_through_the_client(scripted, daemon_env, workspace):
+async def test_write_only_edits_land_through_the_client_new_files_on_disk(
+        scripted, daemon_env, workspace):
     scripted.add_scenario("new", {"steps": [
-        {"content": [{"type": "tool_use", "name": "Write",
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "missing.txt"}},
+                     {"type": "tool_use", "name": "Write",
+                      "input": {"path": "README.md", "content": "# Renamed\n"}},
+                     {"type": "tool_use", "name": "Write",
                       "input": {"path": "notes.txt", "content": "hello\n"}}]},
-        {"content": [{"type": "text", "text": "Done."}]}]})
+        {"match": {"lastUserContains": "does not exist"},
+         "content": [{"type": "text", "text": "Done."}]}]})
     client = Recorder()
+    readme = (workspace / "README.md").read_text()
     async with agent({**daemon_env, "HEDDLE_MODEL": "new"}, workspace, client,
                      capabilities(write=True)) as (conn, _, _):
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=sid, mode_id="acceptEdits")
-        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("Write")]), 30)
-    assert client.writes == [(str(workspace / "notes.txt"), "hello\n")]
+        result = await asyncio.wait_for(conn.prompt(session_id=sid,
+                                                    prompt=[text_block("Write")]), 30)
+    assert result.stop_reason == "end_turn"  # Read said the missing file does not exist
+    assert client.writes == [(str(workspace / "README.md"), "# Renamed\n")]
+    assert (workspace / "README.md").read_text() == readme  # the client's business
+    assert (workspace / "notes.txt").read_text() == "hello\n"  # a new file: on disk
     assert client.reads == []  # readTextFile was not advertised
-    assert not (workspace / "notes.txt").exists()
 
 
 async def test_no_capability_no_client_call(scripted, daemon_env, workspace):

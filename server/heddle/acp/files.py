@@ -50,9 +50,12 @@ class ClientFiles:
                 self._fetched[path] = text
                 return Buffer(path.as_uri(), text, 0)
         if self.write:
-            # edits land through the client, starting from the disk: when the client cannot
-            # read the file (it has none, or its read failed), and when it cannot read at all
-            return Buffer(path.as_uri(), read_text(path) or "", 0)
+            # edits of a file on disk land through the client, starting from the disk: when
+            # the client cannot read at all, or could not read this file. A file that is on
+            # neither is no buffer: Read says it does not exist, and a new file is created on
+            # disk (the client sees it appear).
+            text = read_text(path)
+            return None if text is None else Buffer(path.as_uri(), text, 0)
         return None
 
     def unsaved(self, path: Path) -> bool:

@@ -160,13 +160,13 @@ class Translator:
 def diffs(tool: str, path: str, inp: dict[str, Any]) -> list[dict[str, Any]]:
     """The `diff` items an edit's input proposes (the changed text, not the whole file)."""
     if tool == "Write" and isinstance(inp.get("content"), str):
-        return [{"type": "diff", "path": path, "oldText": None, "newText": inp["content"]}]
+        return [{"type": "diff", "path": path, "newText": inp["content"]}]  # no oldText: new
     if tool == "Edit":
         edits = [inp]
     elif tool == "MultiEdit" and isinstance(inp.get("edits"), list):
         edits = inp["edits"]
     else:
         return []
-    return [{"type": "diff", "path": path, "oldText": e.get("old_string") or None,
-             "newText": e.get("new_string", "")} for e in edits
+    return [{"type": "diff", "path": path, "newText": e["new_string"],
+             **({"oldText": e["old_string"]} if e.get("old_string") else {})} for e in edits
             if isinstance(e, dict) and isinstance(e.get("new_string"), str)]

@@ -22,6 +22,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import acp  # noqa: E402
 from bench import cache  # noqa: E402
 from bench import scenarios as sc  # noqa: E402
 from bench import suite  # noqa: E402
@@ -88,6 +89,7 @@ METRICS: dict[str, tuple[str, tuple[str, float] | None]] = {
     "slow_client.peak_growth_mb": ("…daemon peak RSS growth over the whole test", None),
     "slow_client.peak_rss_mb": ("…peak RSS of the daemon", ("<=", 120)),
     **cache.METRICS,
+    **acp.METRICS,
 }
 
 GROUPS = {
@@ -99,6 +101,7 @@ GROUPS = {
     "paced": suite.paced,
     "slow_client": suite.slow_client,
     "cache": cache.group,
+    "acp": acp.group,
 }
 
 POOLED = {"warm.tool_result_to_request_ms": ("parallel.tool_result_to_request_ms",

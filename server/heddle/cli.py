@@ -1,5 +1,5 @@
-"""The `heddle` command: serve (the stdio daemon), ask (a terminal client), trust (a
-workspace's settings), demo, version."""
+"""The `heddle` command: serve (the stdio daemon), acp (the Agent Client Protocol door), ask (a
+terminal client), trust (a workspace's settings), demo, version."""
 
 from __future__ import annotations
 
@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the daemon over stdio (JSON-RPC, LSP framing)")
     serve.add_argument("--stdio", action="store_true", help="accepted for editor clients; stdio is the only transport")
+    sub.add_parser("acp", help="run the Agent Client Protocol agent over stdio (Zed, JetBrains, "
+                   "CodeCompanion, ...)")
     from heddle import ask, demo, trust_command
     ask.add_arguments(sub.add_parser("ask", help="ask the agent from the terminal"))
     trust_command.add_arguments(sub.add_parser(
@@ -81,12 +83,22 @@ def serve(problems: list[str]) -> int:
     return serve_stdio()
 
 
+def acp(problems: list[str]) -> int:
+    setup_logging()
+    for problem in problems:
+        logging.getLogger("heddle.secret_env").warning("secrets: %s", problem)
+    from heddle.acp.door import serve_stdio
+    return serve_stdio()
+
+
 def main(argv: list[str] | None = None) -> int:
     # First, while there is no other thread and no child: the tools the daemon runs can read
     # the environment of the daemon and of `heddle ask`, its parent.
     problems = secret_env.hold()
     if (sys.argv[1:] if argv is None else argv) in SERVE_ARGS:
         return serve(problems)
+    if (sys.argv[1:] if argv is None else argv) == ["acp"]:  # an editor waits for it, too
+        return acp(problems)
     args = parser().parse_args(argv)
     if args.command in (None, "serve"):
         if args.command is None and not args.stdio:

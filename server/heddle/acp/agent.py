@@ -1,0 +1,359 @@
+"""`heddle acp`'s agent: the ACP methods, each one call into the same core as the LSP door.
+
+The SDK's router validates the params (`-32602` names the field) and calls these methods with
+them; a core `SessionError` becomes a JSON-RPC error here, in one place (`_errors`). Turns go
+through `sessions.turns.start_turn` with the LSP door's `TurnEmitter` (so text is coalesced
+exactly as on Heddle's own protocol) and the transcript keeps the same events, which
+`updates.Translator` turns into `session/update` notifications, live or replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote, urlparse
+
+import msgspec
+from acp.exceptions import RequestError
+from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
+                        TextContentBlock, TextResourceContents)
+
+from heddle.acp import asking, hello
+from heddle.acp.files import ClientFiles
+from heddle.acp.mcp_servers import attach as attach_mcp
+from heddle.acp.updates import Translator
+from heddle.context.windows import Limits, limits_for
+from heddle.core.events import TerminalReason, TurnEnded
+from heddle.core.stream import ModelCaller
+from heddle.envvars import number
+from heddle.loop.prompt import ContextItem
+from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.permissions.policy import MODES, PermissionPolicy
+from heddle.rpc.emitter import TurnEmitter
+from heddle.rpc.output import TranscriptOutput
+from heddle.rpc.transport import Pressure
+from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
+from heddle.sessions.transcript import sessions_dir
+from heddle.sessions.turns import TurnDeps, TurnRequest, compact_session, start_turn
+from heddle.settings import LoadedSettings, cache_from_env, load_settings
+from heddle.tools.registry import builtin_tools
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The same default as `heddle serve` (heddle.rpc.server, which this process does not load)."""
+STOP_REASONS = {
+    TerminalReason.COMPLETED: "end_turn",
+    TerminalReason.ABORTED_STREAMING: "cancelled",
+    TerminalReason.ABORTED_TOOLS: "cancelled",
+    TerminalReason.MAX_TURNS: "max_turn_requests",
+    TerminalReason.TOKEN_BUDGET: "max_tokens",
+    TerminalReason.PROMPT_TOO_LONG: "max_tokens",
+    TerminalReason.BLOCKING_LIMIT: "max_tokens",
+    TerminalReason.STOP_HOOK_PREVENTED: "end_turn",
+    TerminalReason.HOOK_STOPPED: "end_turn",
+}
+"""ACP `stopReason` for each Terminal reason; `model_error` is a JSON-RPC error instead
+(docs/acp.md has the table)."""
+
+MODE_INFO = {
+    "default": ("Default", "Ask before edits and commands that no rule allows"),
+    "acceptEdits": ("Accept edits", "Edits run without asking; commands still ask"),
+    "plan": ("Plan", "Read-only: the agent looks and plans, changes nothing"),
+    "bypassPermissions": ("Bypass permissions", "Everything runs without asking (deny rules "
+                          "still apply)"),
+}
+COMMANDS = [{"name": "compact", "description": "Summarise the conversation so far to free "
+             "context (keeps the last two rounds)"}]
+
+
+def _errors(method: Callable) -> Callable:
+    """Core errors as JSON-RPC errors (the SDK answers any other exception -32603)."""
+    @functools.wraps(method)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(*args, **kwargs)
+        except SessionError as exc:
+            if exc.kind == "notFound":
+                raise RequestError(-32002, str(exc), {"kind": exc.kind}) from None
+            if exc.kind == "workspace":
+                raise RequestError(-32602, f"invalid params: {exc} - at `$.cwd`") from None
+            raise RequestError(-32000 if exc.kind != "busy" else -32001, str(exc),
+                               {"kind": exc.kind}) from None
+    return wrapper
+
+
+class HeddleAgent:
+    """The ACP agent. `request` and `notify` reach the client (set by `heddle.acp.serve`)."""
+
+    def __init__(self, env: dict[str, str], pressure: Pressure | None = None):
+        self.env = env
+        self.pressure = pressure or Pressure()
+        self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
+        self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
+        self.fs_timeout = number(env, "HEDDLE_APPLY_EDIT_TIMEOUT", 30, minimum=0.001)
+        window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
+        self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
+                                        else sessions_dir(env))
+        self.model = AnthropicModel(ModelSettings.from_env(env))
+        cache, problems = cache_from_env(env)
+        for problem in problems:
+            log.warning("%s", problem)
+        self.turn_deps = TurnDeps(
+            model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
+            limits_for=lambda model: _limits(model, window), cache=cache)
+        self.client_fs = (False, False)
+        """(readTextFile, writeTextFile) as the client advertised them."""
+        self.translators: dict[str, Translator] = {}
+        self.request: Callable[[str, dict[str, Any]], Any] = _unconnected
+        self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
+
+    def model_for(self, model: str) -> ModelCaller:
+        return self.model
+
+    @property
+    def authenticated(self) -> bool:
+        return hello.authenticated(self.env)
+
+    def update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.notify("session/update", {"sessionId": session_id, "update": update})
+
+    # -- initialize, authenticate ------------------------------------------------------------
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **_: Any) -> dict[str, Any]:
+        fs = getattr(client_capabilities, "fs", None)
+        self.client_fs = (bool(getattr(fs, "read_text_file", False)),
+                          bool(getattr(fs, "write_text_file", False)))
+        log.info("initialize from %s (protocol %s, fs read %s write %s)",
+                 getattr(client_info, "name", "an unnamed client"), protocol_version,
+                 *self.client_fs)
+        return hello.initialize_result(self.env, self.sessions.directory is not None)
+
+    async def authenticate(self, method_id: str, **_: Any) -> dict[str, Any]:
+        if self.authenticated:
+            return {}
+        raise RequestError(-32000, "Authentication required: " + hello.AUTH_METHOD["description"])
+
+    def _need_auth(self) -> None:
+        if not self.authenticated:
+            raise RequestError(-32000, "Authentication required: " + hello.AUTH_METHOD["description"],
+                               {"authMethods": [hello.AUTH_METHOD["id"]]})
+
+    # -- sessions ----------------------------------------------------------------------------
+    @_errors
+    async def new_session(self, cwd: str, mcp_servers: list | None = None, **_: Any
+                          ) -> dict[str, Any]:
+        self._need_auth()
+        settings = load_settings(Path(os.path.realpath(cwd)) if os.path.isabs(cwd) else None)
+        policy = PermissionPolicy.from_settings(settings)
+        session = self.sessions.new(cwd, settings.settings.model or self.default_model, policy,
+                                    mode_from_settings=True)
+        session.cache = settings.settings.cache
+        self._attach(session)
+        log.info("session %s on %s (model %s, mode %s)", session.id, session.workspace,
+                 session.model, policy.mode)
+        self._later_commands(session)
+        mcp = await attach_mcp(session, settings, mcp_servers)
+        return {"sessionId": session.id, "modes": self._modes(session),
+                "_meta": self._meta(settings.warnings, mcp)}
+
+    @_errors
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list | None = None,
+                           **_: Any) -> dict[str, Any]:
+        self._need_auth()
+        session, loaded, settings = self._load(session_id)
+        replay = Translator(session.workspace, replay=True)
+        turn = None
+        for turn_id, event in loaded.events:
+            if turn_id != turn:
+                for update in replay.close():
+                    self.update(session.id, update)
+                turn = turn_id
+            for update in replay(event):
+                self.update(session.id, update)
+        for update in replay.close():
+            self.update(session.id, update)
+        self._later_commands(session)
+        mcp = await attach_mcp(session, settings, mcp_servers)
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
+
+    @_errors
+    async def resume_session(self, session_id: str, cwd: str, mcp_servers: list | None = None,
+                             **_: Any) -> dict[str, Any]:
+        self._need_auth()
+        session, loaded, settings = self._load(session_id)
+        self._later_commands(session)
+        mcp = await attach_mcp(session, settings, mcp_servers)
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any
+                            ) -> dict[str, Any]:
+        return {"sessions": [
+            {"sessionId": i.id, "cwd": i.workspace, "title": i.title or None,
+             "updatedAt": _iso(i.updated_at)} for i in self.sessions.list(cwd)]}
+
+    def _load(self, session_id: str):
+        """The session, its transcript as read, and its settings (None: it was live)."""
+        read: list[LoadedSettings] = []
+
+        def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
+            read.append(load_settings(Path(workspace)))
+            return PermissionPolicy.from_settings(read[-1], mode)
+        session, loaded = self.sessions.load(session_id, policy_for, SessionOptions())
+        if read:
+            session.cache = read[-1].settings.cache
+        self._attach(session)
+        return session, loaded, read[-1] if read else None
+
+    def _attach(self, session: Session) -> None:
+        """The client's files for the session's tools, when it advertised them."""
+        read, write = self.client_fs
+        session.documents = (ClientFiles(session.id, self.request, read, write, self.fs_timeout)
+                             if read or write else None)
+        self.translators[session.id] = Translator(session.workspace)
+
+    def _modes(self, session: Session) -> dict[str, Any]:
+        return {"currentModeId": session.policy.mode, "availableModes": [
+            {"id": m, "name": MODE_INFO[m][0], "description": MODE_INFO[m][1]} for m in MODES]}
+
+    def _meta(self, warnings: list[str], mcp: dict[str, Any]) -> dict[str, Any]:
+        """What Heddle says beside the answer: settings warnings, the MCP servers."""
+        return {"heddle": {"warnings": list(warnings), "mcp": mcp}}
+
+    def _later_commands(self, session: Session) -> None:
+        """The slash commands, just after the answer (the client knows the session then)."""
+        asyncio.get_running_loop().call_soon(self.update, session.id, {
+            "sessionUpdate": "available_commands_update", "availableCommands": COMMANDS})
+
+    # -- modes -------------------------------------------------------------------------------
+    @_errors
+    async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> dict[str, Any]:
+        session = self.sessions.get(session_id)
+        if mode_id not in MODES:
+            raise RequestError(-32602, f"invalid params: unknown mode {mode_id!r} (one of "
+                               f"{', '.join(MODES)}) - at `$.modeId`")
+        session.policy.mode = mode_id
+        log.info("session %s: mode %s", session.id, mode_id)
+        self.update(session.id, {"sessionUpdate": "current_mode_update",
+                                 "currentModeId": mode_id})
+        return {}
+
+    # -- prompts -----------------------------------------------------------------------------
+    @_errors
+    async def prompt(self, session_id: str, prompt: list, **_: Any) -> dict[str, Any]:
+        session = self.sessions.get(session_id)
+        text, context = prompt_of(prompt)
+        if text.strip().split(" ", 1)[0] == "/compact":
+            return await self._compact(session)
+        translator = self.translators.setdefault(session.id, Translator(session.workspace))
+        kept = TranscriptOutput()
+        emitters: list[TurnEmitter] = []
+
+        def send(params) -> None:
+            if session.transcript is not None and kept.keep(params.turn_id, params.event):
+                session.transcript.event(params.turn_id, params.event)
+            for update in translator(msgspec.to_builtins(params.event)):
+                self.update(session.id, update)
+
+        def emit_for(turn_id: str) -> TurnEmitter:
+            emitter = TurnEmitter(session.id, turn_id, send, self.pressure)
+            emitter.started(text, session.model)
+            emitters.append(emitter)
+            return emitter
+
+        request = TurnRequest(text, context)
+        turn_id, terminal = await start_turn(
+            session, request, self.turn_deps, emit_for,
+            lambda turn_id: asking.asker(session, self.request, translator,
+                                         self.permission_timeout))
+        for emitter in emitters:
+            if emitter.turn_id == turn_id:
+                emitter(TurnEnded(terminal.reason, terminal.usage, terminal.error))
+            emitter.flush()
+        for update in translator.close():  # the core finished every call; this is a guard
+            self.update(session.id, update)
+        log.info("turn %s ended: %s", turn_id, terminal.reason.value)
+        if terminal.reason is TerminalReason.MODEL_ERROR:
+            err = terminal.error
+            raise RequestError(-32603, f"the model call failed: {err.message if err else '?'}",
+                               {"reason": "model_error", "code": err.code if err else None,
+                                "status": err.status if err else None})
+        u = terminal.usage
+        return {"stopReason": STOP_REASONS[terminal.reason], "usage": {
+            "totalTokens": u.prompt_tokens + u.output_tokens, "inputTokens": u.input_tokens,
+            "outputTokens": u.output_tokens, "cachedReadTokens": u.cache_read_input_tokens,
+            "cachedWriteTokens": u.cache_creation_input_tokens}}
+
+    async def _compact(self, session: Session) -> dict[str, Any]:
+        try:
+            before, after, _ = await compact_session(session, self.turn_deps)
+            said = f"Compacted the conversation: {before} → {after} tokens."
+        except SessionError as exc:
+            if exc.kind == "busy":
+                raise
+            said = f"Nothing was compacted: {exc}"
+        self.update(session.id, {"sessionUpdate": "agent_message_chunk",
+                                 "content": {"type": "text", "text": said}})
+        return {"stopReason": "end_turn"}
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        try:
+            session = self.sessions.get(session_id)
+        except SessionError:
+            log.info("session/cancel for unknown session %s", session_id)
+            return
+        if session.turn is not None:
+            log.info("cancelling turn %s (session/cancel)", session.turn.id)
+            session.turn.cancel()
+
+    async def cancel_all(self) -> None:
+        """Cancel every turn and wait for them to end."""
+        for turn in self.sessions.running_turns():
+            turn.cancel()
+        for turn in self.sessions.running_turns():
+            await turn.done.wait()
+
+
+def prompt_of(blocks: list) -> tuple[str, list[ContextItem]]:
+    """The prompt's text and its resources as Heddle's context items."""
+    texts: list[str] = []
+    context: list[ContextItem] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            texts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            context.append(ContextItem(_path(block.uri)))
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            res = block.resource
+            if isinstance(res, TextResourceContents):
+                context.append(ContextItem(_path(res.uri), res.text))
+            else:
+                context.append(ContextItem(_path(res.uri)))  # binary: named, not shown
+        else:
+            raise RequestError(-32602, f"invalid params: {block.type} content is not supported "
+                               "(promptCapabilities says so) - at `$.prompt`")
+    return "\n".join(texts), context
+
+
+def _iso(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(
+        timespec="seconds")
+
+
+def _path(uri: str) -> str:
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _limits(model: str, window_override: int) -> Limits:
+    limits = limits_for(model)
+    return Limits(window_override, limits.max_output) if window_override else limits
+
+
+async def _unconnected(method: str, params: dict[str, Any]) -> Any:
+    raise ConnectionError("not connected to a client")

@@ -1,0 +1,171 @@
+"""`heddle acp` driven by acpx (npm), an ACP client Heddle did not write, over real stdio.
+
+acpx is installed by `./dev test` (`npm ci` in tests/acp/acpx); its `--format json` output
+is every JSON-RPC message it exchanged with the agent, which these tests read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+ACPX = Path(__file__).parent / "acpx" / "node_modules" / ".bin" / "acpx"
+AGENT = f"{sys.executable} -I -m heddle acp"
+
+if shutil.which("node") is None:
+    pytest.skip("acpx needs node", allow_module_level=True)
+
+
+def read_edit() -> dict:
+    return {"steps": [
+        {"content": [{"type": "text", "text": "Let me read."},
+                     {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]},
+        {"match": {"lastUserContains": "def greet"},
+         "content": [{"type": "tool_use", "name": "Edit", "input": {
+             "path": "app.py", "old_string": "'Hello, ' + name",
+             "new_string": "f'Hello, {name}!'"}}]},
+        {"content": [{"type": "text", "text": "Done."}]}]}
+
+
+class Acpx:
+    def __init__(self, env: dict[str, str], cwd: Path, home: Path):
+        assert ACPX.exists(), f"acpx is not installed: run ./dev test, or npm ci in {ACPX.parents[2]}"
+        self.env = {**env, "HOME": str(home)}
+        self.cwd = cwd
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            str(ACPX), "--agent", AGENT, "--cwd", str(self.cwd), "--format", "json", *args,
+            env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+    async def run(self, *args: str, timeout: float = 45) -> tuple[int, list[dict], str]:
+        """acpx's exit code, the messages and its stderr. A persistent session's queue owner
+        that is still shutting down (its TTL ran out) answers QUEUE_OWNER_CLOSED, which acpx
+        calls retryable: retried, at most 5 times."""
+        for _ in range(5):
+            code, wire, err = await self._run(args, timeout)
+            if code == 0 or "QUEUE_OWNER_CLOSED" not in json.dumps(wire):
+                break
+            await asyncio.sleep(0.5)
+        return code, wire, err
+
+    async def _run(self, args, timeout: float) -> tuple[int, list[dict], str]:
+        proc = await self.start(*args)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        return proc.returncode, messages(out), err.decode(errors="replace")
+
+
+def messages(out: bytes) -> list[dict]:
+    found = []
+    for line in out.decode(errors="replace").splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def methods(wire: list[dict]) -> list[str]:
+    return [m["method"] for m in wire if "method" in m]
+
+
+def updates(wire: list[dict]) -> list[dict]:
+    return [m["params"]["update"] for m in wire if m.get("method") == "session/update"]
+
+
+def stop_reasons(wire: list[dict]) -> list[str]:
+    return [m["result"]["stopReason"] for m in wire
+            if isinstance(m.get("result"), dict) and "stopReason" in m["result"]]
+
+
+@pytest.fixture
+def acpx(daemon_env, workspace, tmp_path):
+    return lambda model: Acpx({**daemon_env, "HEDDLE_MODEL": model}, workspace, tmp_path)
+
+
+async def test_read_and_edit_with_a_permission(acpx, scripted, workspace):
+    scripted.add_scenario("edit", read_edit())
+    code, wire, err = await acpx("edit").run("--approve-all", "exec", "Use an f-string")
+    assert code == 0, err
+    assert stop_reasons(wire) == ["end_turn"]
+    called = methods(wire)
+    assert "session/request_permission" in called
+    assert "fs/read_text_file" in called and "fs/write_text_file" in called  # acpx offers fs
+    assert "f'Hello, {name}!'" in (workspace / "app.py").read_text()  # acpx wrote it
+    final = {u["toolCallId"]: u["status"] for u in updates(wire)
+             if u["sessionUpdate"] == "tool_call_update" and "status" in u}
+    assert list(final.values()) == ["completed", "completed"]
+
+
+async def test_a_denied_edit_fails_its_call(acpx, scripted, workspace):
+    scripted.add_scenario("edit", read_edit())
+    before = (workspace / "app.py").read_text()
+    code, wire, err = await acpx("edit").run("--deny-all", "exec", "Use an f-string")
+    assert stop_reasons(wire) == ["end_turn"], err
+    assert (workspace / "app.py").read_text() == before
+    edit = [u for u in updates(wire) if u["sessionUpdate"] == "tool_call_update"
+            and u.get("rawOutput", {}).get("status")]
+    assert [u["rawOutput"]["status"] for u in edit] == ["ok", "rejected"]
+    assert edit[-1]["status"] == "failed"
+
+
+async def test_without_fs_the_client_is_never_asked_for_files(acpx, scripted, workspace):
+    scripted.add_scenario("edit", read_edit())
+    code, wire, err = await acpx("edit").run("--approve-all", "--no-fs", "--no-terminal",
+                                             "exec", "Use an f-string")
+    assert code == 0, err
+    assert not [m for m in methods(wire) if m.startswith(("fs/", "terminal/"))]
+    assert "f'Hello, {name}!'" in (workspace / "app.py").read_text()
+
+
+async def test_interrupt_cancels_mid_stream(acpx, scripted):
+    scripted.add_scenario("slow", {"steps": [
+        {"content": [{"type": "text", "text": "word " * 600}], "chunk": 5, "delayMs": 20}]})
+    client = acpx("slow")
+    proc = await client.start("--approve-all", "exec", "Talk")
+    seen = b""
+    try:
+        while b"agent_message_chunk" not in seen:
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+            assert line, "acpx ended before any text"
+            seen += line
+        proc.send_signal(signal.SIGINT)  # acpx sends session/cancel
+        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    wire = messages(seen + rest)
+    assert "session/cancel" in methods(wire)
+    assert stop_reasons(wire) == ["cancelled"]
+
+
+async def test_a_session_kept_across_agent_processes(acpx, scripted, workspace):
+    scripted.add_scenario("keep", {"steps": [
+        {"content": [{"type": "text", "text": "One."}]},
+        {"content": [{"type": "text", "text": "Two."}]}]})
+    client = acpx("keep")
+    code, _, err = await client.run("--ttl", "0.5", "sessions", "new")
+    assert code == 0, err
+    code, wire, err = await client.run("--ttl", "0.5", "prompt", "first")
+    assert code == 0 and stop_reasons(wire) == ["end_turn"], err
+    code, wire, err = await client.run("--ttl", "0.5", "set-mode", "plan")
+    assert code == 0, (err, wire)
+    code, wire, err = await client.run("--ttl", "0.5", "--approve-all", "prompt", "second")
+    assert code == 0, err
+    # a fresh agent process took the session back from its transcript
+    assert {"session/resume", "session/load"} & set(methods(wire)), methods(wire)
+    assert stop_reasons(wire) == ["end_turn"]
+    history = scripted.requests_for("keep")[1].body["messages"]
+    assert "One." in json.dumps(history)

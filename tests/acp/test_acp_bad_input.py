@@ -1,0 +1,55 @@
+"""Hostile input on the ACP door: clear JSON-RPC errors, and the agent keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from acp_harness import AGENT
+
+
+async def start(env, cwd):
+    return await asyncio.create_subprocess_exec(
+        *AGENT, env=env, cwd=cwd, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, limit=1 << 24)
+
+
+async def answer(proc) -> dict:
+    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    assert line, "the agent closed stdout"
+    return json.loads(line)
+
+
+async def test_bad_lines_are_answered_and_the_agent_keeps_serving(daemon_env, workspace):
+    proc = await start(daemon_env, workspace)
+    try:
+        sends = [
+            b"{not json\n",
+            b"[1, 2]\n",
+            b"42\n",
+            b'{"jsonrpc": "2.0", "id": 1, "method": 7}\n',
+            b'{"jsonrpc": "2.0", "id": 2, "method": "no/such"}\n',
+            b'{"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": 5, "mcpServers": []}}\n',
+            b'{"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}}\n',
+            b'{"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": []}}\n',
+            b"\xff\xfe garbage\n",
+            b'{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": 1}}\n',
+        ]
+        for line in sends:
+            proc.stdin.write(line)
+        await proc.stdin.drain()
+        answers = [await answer(proc) for _ in sends]
+        by_id = {a.get("id"): a for a in answers if a.get("id") is not None}
+        unnamed = [a["error"]["code"] for a in answers if a.get("id") is None]
+        assert sorted(unnamed) == [-32700, -32700, -32600, -32600]
+        assert by_id[1]["error"]["code"] == -32600
+        assert by_id[2]["error"]["code"] == -32601
+        assert by_id[3]["error"]["code"] == -32602 and "cwd" in json.dumps(by_id[3]["error"])
+        assert by_id[4]["error"]["code"] == -32602 and "absolute" in by_id[4]["error"]["message"]
+        assert by_id[5]["error"]["code"] == -32002
+        assert by_id[6]["result"]["agentInfo"]["name"] == "heddle"
+        assert proc.returncode is None
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 15)
+    assert proc.returncode == 0

@@ -5,7 +5,7 @@ Every optional field documents what omitting it means. Paths on the wire are abs
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -148,6 +148,21 @@ class SessionLoadResult(Wire):
     problems in the settings files. Omitted: none."""
     untrusted_settings: UntrustedSettings | None = None
     """As in `session/new`. Omitted: nothing was ignored for want of trust."""
+
+
+class SessionConfigureParams(Wire):
+    session_id: str
+    permission_mode: PermissionMode | None = None
+    """The mode from the session's next turn on; the user's choice, so it may widen (also to
+    `bypassPermissions`, which has to be named here as in `session/new`). Omitted: unchanged."""
+    model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    """The model from the session's next turn on. Omitted: unchanged."""
+
+
+class SessionConfigureResult(Wire):
+    session_id: str
+    model: str
+    permission_mode: PermissionMode
 
 
 class SessionCompactParams(Wire):

@@ -300,3 +300,50 @@ async def test_loading_a_session_while_its_turn_runs_leaves_the_turn_alone(daemo
     assert loaded.get("warnings", []) == []
     ends = [e["event"] for e in d2.events if e["event"]["kind"] == "turnEnded"]
     assert [e["reason"] for e in ends] == ["completed"]
+
+
+async def test_configure_changes_mode_and_model_for_the_next_turn_and_survives_a_restart(
+        daemons, scripted, workspace):
+    scripted.add_scenario("cfg-a", {"steps": [EDIT, DONE, SLOW]})
+    scripted.add_scenario("cfg-b", {"steps": [EDIT, DONE, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "cfg-a",
+                                        "permissionMode": "plan"}))["sessionId"]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    finished = [e["event"] for e in d.events if e["event"]["kind"] == "toolCallFinished"]
+    assert finished[-1]["status"] == "rejected"  # plan refuses the edit
+    assert "Hello" in (workspace / "app.py").read_text()
+
+    got = await d.call("session/configure", {"sessionId": sid, "permissionMode": "bypassPermissions",
+                                             "model": "cfg-b"})
+    assert got == {"sessionId": sid, "model": "cfg-b", "permissionMode": "bypassPermissions"}
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
+    assert not d.permission_asked.is_set()  # bypassPermissions ran it without asking
+    assert "'Hi, ' + name" in (workspace / "app.py").read_text()
+    assert len(scripted.requests_for("cfg-a")) == 2 and len(scripted.requests_for("cfg-b")) == 2
+    started = [e["event"] for e in d.events if e["event"]["kind"] == "turnStarted"]
+    assert [e["model"] for e in started] == ["cfg-a", "cfg-b"]
+
+    for bad, code in (({"sessionId": sid, "model": ""}, -32602),
+                      ({"sessionId": sid, "permissionMode": "yolo"}, -32602),
+                      ({"sessionId": "0" * 32, "model": "x"}, -32010)):
+        with pytest.raises(RpcError) as err:
+            await d.call("session/configure", bad)
+        assert err.value.code == code
+    await d.stop()
+
+    d2 = await daemons()
+    listed = (await d2.call("session/list", {"workspace": str(workspace)}))["sessions"]
+    assert [(s["sessionId"], s["model"]) for s in listed][:1] == [(sid, "cfg-b")]
+    loaded = await d2.call("session/load", {"sessionId": sid})
+    assert (loaded["model"], loaded["permissionMode"]) == ("cfg-b", "bypassPermissions")
+    await d2.call("session/configure", {"sessionId": sid, "model": "cfg-a"})
+    turn = asyncio.ensure_future(d2.call("turn/start", {"sessionId": sid, "prompt": "three"}))
+    await after(d2, "textDelta", 1, pause=0)
+    with pytest.raises(RpcError) as err:  # refused while a turn runs: that turn keeps its model
+        await d2.call("session/configure", {"sessionId": sid, "permissionMode": "default"})
+    assert err.value.code == -32011 and "running turn" in err.value.message
+    assert (await turn)["reason"] == "completed"
+    assert (await d2.call("session/configure", {"sessionId": sid}))["permissionMode"] == \
+        "bypassPermissions"
+    assert len(scripted.requests_for("cfg-a")) == 3

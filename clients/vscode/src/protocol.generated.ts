@@ -7,6 +7,7 @@ export const Methods = {
   SessionNew: "session/new",
   SessionList: "session/list",
   SessionLoad: "session/load",
+  SessionConfigure: "session/configure",
   SessionCompact: "session/compact",
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
@@ -221,6 +222,16 @@ export interface SessionCompactResult {
   tokensBefore: number;
   tokensAfter: number;
   summary: string;
+}
+export interface SessionConfigureParams {
+  sessionId: string;
+  permissionMode?: "acceptEdits" | "bypassPermissions" | "default" | "plan" | null;
+  model?: string | null;
+}
+export interface SessionConfigureResult {
+  sessionId: string;
+  model: string;
+  permissionMode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
 }
 export interface SessionInfo {
   sessionId: string;

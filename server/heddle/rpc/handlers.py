@@ -20,6 +20,7 @@ from heddle.rpc.dispatch import handler
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.permissions import settings_for
+from heddle.sessions.configure import configure
 from heddle.sessions.session import Session, SessionOptions
 from heddle.sessions.turns import TurnRequest, compact_session, start_turn
 from heddle.settings import LoadedSettings
@@ -116,6 +117,14 @@ def register(server: Daemon) -> None:
             warnings=loaded.warnings + (settings.warnings if settings else []),
             untrusted_settings=convert.untrusted(settings.untrusted if settings else None))
 
+    async def session_configure(p: wire.SessionConfigureParams) -> wire.SessionConfigureResult:
+        session = server.sessions.get(p.session_id)
+        configure(session, p.permission_mode, p.model)
+        log.info("session %s configured: model %s, mode %s", session.id, session.model,
+                 session.policy.mode)
+        return wire.SessionConfigureResult(session_id=session.id, model=session.model,
+                                           permission_mode=session.policy.mode)
+
     async def turn_cancel(p: wire.TurnCancelParams) -> None:
         session = server.sessions.get(p.session_id)
         turn = session.turn
@@ -128,6 +137,7 @@ def register(server: Daemon) -> None:
     handler(server, "session/list", session_list)
     handler(server, "session/load", session_load)
     handler(server, "session/compact", session_compact)
+    handler(server, "session/configure", session_configure)
     handler(server, "turn/cancel", turn_cancel)
 
 

@@ -164,8 +164,8 @@ class SessionRegistry:
             h = t.header
             if workspace is not None and os.path.realpath(workspace) != h.workspace:
                 continue
-            found.append(SessionInfo(h.session_id, t.title, h.workspace, h.model, h.created_at,
-                                     t.updated_at, t.turns, t.last_reason,
+            found.append(SessionInfo(h.session_id, t.title, h.workspace, t.model or h.model,
+                                     h.created_at, t.updated_at, t.turns, t.last_reason,
                                      h.session_id in self._sessions))
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
@@ -190,7 +190,8 @@ class SessionRegistry:
         if live is not None:  # its history is in memory; the repairs are only for the replay
             return live, loaded
         h = loaded.header
-        policy = policy_for(None if h.mode_from_settings else h.permission_mode, h.workspace)
+        mode = loaded.permission_mode or (None if h.mode_from_settings else h.permission_mode)
+        policy = policy_for(mode, h.workspace)
         for kind, pattern in loaded.session_rules:
             try:
                 if kind not in KINDS:
@@ -204,7 +205,8 @@ class SessionRegistry:
         for record in loaded.repairs:
             transcript.record(record)
         policy.on_session_rules = transcript.rules
-        session = Session(h.session_id, Path(h.workspace), h.model, policy, h.system_prompt,
+        session = Session(h.session_id, Path(h.workspace), loaded.model or h.model, policy,
+                          h.system_prompt,
                           messages=loaded.messages, turns_run=loaded.turns,
                           options=options.over(defaults), transcript=transcript,
                           created_at=h.created_at, documents=self.documents)

@@ -14,6 +14,9 @@ crash loses nothing that was already shown:
     {"type": "compacted", "turnId", "messages"}            the history was replaced by a summary
     {"type": "rules", "rules": [{"kind", "rule"}]}         the session's own permission rules,
                                                            whole, after each change
+    {"type": "configured", "permissionMode"?, "model"?, "at"}
+                                                           `session/configure` changed the
+                                                           mode and/or model from here on
     {"type": "end", "turnId", "reason", "usage", "at"}     a turn ended; `reason` null with
                                                            `"interrupted": true`: Heddle stopped
                                                            during it and a load closed it
@@ -130,6 +133,14 @@ class TranscriptWriter:
         self._write({"type": "rules", "rules": [{"kind": r.kind, "rule": r.pattern}
                                                 for r in rules]})
 
+    def configured(self, mode: str | None, model: str | None) -> None:
+        record: dict[str, Any] = {"type": "configured", "at": time.time()}
+        if mode is not None:
+            record["permissionMode"] = mode
+        if model is not None:
+            record["model"] = model
+        self._write(record)
+
     def end(self, turn_id: str, reason: str, usage: Usage) -> None:
         self._write({"type": "end", "turnId": turn_id, "reason": reason, "usage": usage,
                      "at": time.time()})
@@ -176,6 +187,9 @@ class Loaded:
     """(kind, rule) of the rules added for this session only."""
     repairs: list[dict[str, Any]] = field(default_factory=list)
     """Records that close the open turn; already applied here, to be appended to the file."""
+    model: str | None = None
+    permission_mode: str | None = None
+    """The latest `session/configure` changes; None: the header's."""
 
 
 @dataclass
@@ -235,6 +249,9 @@ class _Reader:
             self.out.events.append((record.get("turnId", ""), event))
             if self.open is not None and isinstance(event, dict):
                 self._shown(event, None, None)
+        elif kind == "configured":
+            self.out.model = record.get("model") or self.out.model
+            self.out.permission_mode = record.get("permissionMode") or self.out.permission_mode
         elif kind == "rules":
             self.out.session_rules = [(r["kind"], r["rule"]) for r in record.get("rules", ())]
         elif kind == "toolResult":

@@ -5,6 +5,7 @@ return {
     SESSION_NEW = "session/new",
     SESSION_LIST = "session/list",
     SESSION_LOAD = "session/load",
+    SESSION_CONFIGURE = "session/configure",
     SESSION_COMPACT = "session/compact",
     TURN_START = "turn/start",
     TURN_CANCEL = "turn/cancel",

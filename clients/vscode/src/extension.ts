@@ -6,14 +6,15 @@
 import * as vscode from "vscode";
 import { Commands } from "./commands";
 import { Daemon } from "./daemon";
+import { VIEW_TYPE } from "./ui/panel";
 
 let daemon: Daemon | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Heddle", { log: true });
   daemon = new Daemon(log);
-  const commands = new Commands(daemon, context.extensionUri, log);
-  context.subscriptions.push(log, commands, daemon);
+  const commands = new Commands(daemon, context.extensionUri, log, context.workspaceState);
+  context.subscriptions.push(log, commands, daemon, vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, commands.serializer));
   daemon.ready().catch((error: unknown) => log.error(String(error instanceof Error ? error.message : error)));
 }
 

@@ -1,12 +1,14 @@
 /**
  * The Heddle panel: a webview that shows the conversation as it streams. The extension keeps
  * the transcript and sends each action to the webview, which runs the same reducer; a panel
- * that is reopened or reloaded gets the whole transcript again.
+ * that is reopened or reloaded gets the whole transcript again. After a window reload VS Code
+ * brings the panel back through its serializer, and the panel asks for its session again.
  */
 
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { SessionNewResult } from "../protocol.generated";
+import type { IfBusy } from "../session";
 import { EMPTY, reduce, type Action, type Transcript } from "../transcript";
 
 /** Messages from the webview script (src/webview/main.ts). */
@@ -14,26 +16,38 @@ export type FromWebview =
   | { type: "ready" }
   | { type: "cancel" }
   | { type: "newSession" }
-  | { type: "ask"; prompt: string };
+  | { type: "sessions" }
+  | { type: "setMode" }
+  | { type: "setModel" }
+  | { type: "ask"; prompt: string; ifBusy?: IfBusy };
 
 /** Messages to the webview script. */
 export type ToWebview =
   | { type: "reset"; transcript: Transcript; running: boolean }
   | { type: "action"; action: Action }
   | { type: "running"; running: boolean }
-  | { type: "session"; session?: SessionNewResult };
+  /** `pending`: no session is open, the next request continues this one (the daemon stopped). */
+  | { type: "session"; session?: SessionNewResult; pending?: string };
 
 export interface PanelCommands {
   cancel(): void;
   newSession(): void;
-  ask(prompt: string): void;
+  ask(prompt: string, ifBusy?: IfBusy): void;
+  /** The panel came back after a window reload: show its session again. */
+  restore(): void;
+  sessions(): void;
+  setMode(): void;
+  setModel(): void;
 }
+
+export const VIEW_TYPE = "heddle.panel";
 
 export class Panel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
   private transcript: Transcript = EMPTY;
   private running = false;
   private session?: SessionNewResult;
+  private pending?: string;
 
   constructor(private readonly extensionUri: vscode.Uri, private readonly commands: PanelCommands) {}
 
@@ -42,13 +56,34 @@ export class Panel implements vscode.Disposable {
       this.panel.reveal(undefined, preserveFocus);
       return;
     }
-    const roots = [vscode.Uri.joinPath(this.extensionUri, "dist"), vscode.Uri.joinPath(this.extensionUri, "media")];
     const panel = vscode.window.createWebviewPanel(
-      "heddle.panel",
+      VIEW_TYPE,
       "Heddle",
       { viewColumn: vscode.ViewColumn.Beside, preserveFocus },
-      { enableScripts: true, localResourceRoots: roots },
+      this.options(),
     );
+    this.adopt(panel);
+  }
+
+  /** The serializer's half: VS Code restored the panel after a reload. */
+  readonly serializer: vscode.WebviewPanelSerializer = {
+    deserializeWebviewPanel: async (panel: vscode.WebviewPanel) => {
+      if (this.panel && this.panel !== panel) {
+        panel.dispose();
+        return;
+      }
+      panel.webview.options = this.options();
+      this.adopt(panel);
+      this.commands.restore();
+    },
+  };
+
+  private options(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    const roots = [vscode.Uri.joinPath(this.extensionUri, "dist"), vscode.Uri.joinPath(this.extensionUri, "media")];
+    return { enableScripts: true, localResourceRoots: roots };
+  }
+
+  private adopt(panel: vscode.WebviewPanel): void {
     panel.webview.html = this.html(panel.webview);
     panel.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message));
     panel.onDidDispose(() => {
@@ -63,9 +98,10 @@ export class Panel implements vscode.Disposable {
   }
 
   /** Show which session (model, permission mode) the panel talks to; undefined: none yet. */
-  setSession(session: SessionNewResult | undefined): void {
+  setSession(session: SessionNewResult | undefined, pending?: string): void {
     this.session = session;
-    this.post({ type: "session", session });
+    this.pending = pending;
+    this.post({ type: "session", session, pending });
   }
 
   setRunning(running: boolean): void {
@@ -81,7 +117,7 @@ export class Panel implements vscode.Disposable {
     switch (message.type) {
       case "ready":
         this.post({ type: "reset", transcript: this.transcript, running: this.running });
-        this.post({ type: "session", session: this.session });
+        this.post({ type: "session", session: this.session, pending: this.pending });
         break;
       case "cancel":
         this.commands.cancel();
@@ -89,8 +125,17 @@ export class Panel implements vscode.Disposable {
       case "newSession":
         this.commands.newSession();
         break;
+      case "sessions":
+        this.commands.sessions();
+        break;
+      case "setMode":
+        this.commands.setMode();
+        break;
+      case "setModel":
+        this.commands.setModel();
+        break;
       case "ask":
-        this.commands.ask(message.prompt);
+        this.commands.ask(message.prompt, message.ifBusy);
         break;
     }
   }
@@ -124,13 +169,18 @@ export class Panel implements vscode.Disposable {
 <header id="toolbar">
   <span id="state" role="status" aria-live="polite">Idle</span>
   <span id="session"></span>
+  <button id="model" type="button" class="secondary picker" title="The model of this session's next turns">model</button>
+  <button id="mode" type="button" class="secondary picker" title="The permission mode of this session's next turns">mode</button>
   <button id="cancel" type="button" hidden>Cancel</button>
+  <button id="sessions" type="button" class="secondary" title="Earlier sessions: open one and continue it">Sessions</button>
   <button id="new-session" type="button" class="secondary">New session</button>
 </header>
 <main id="transcript"></main>
 <form id="composer">
   <textarea id="prompt" rows="2" placeholder="Ask a follow-up (Enter to send, Shift+Enter for a new line)"></textarea>
   <button id="send" type="submit">Send</button>
+  <button id="queue" type="button" hidden title="Send it when the agent reaches its next step (Enter)">Queue</button>
+  <button id="steer" type="button" class="secondary" hidden title="Stop what the agent is doing and answer this instead (Ctrl+Enter)">Steer</button>
 </form>
 <script nonce="${nonce}" src="${script}"></script>
 </body>

@@ -147,7 +147,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     });
   });
 
-  it("cancel from the status bar, the panel and the notification ends the turn promptly; restart", async (t) => {
+  it("cancel from the status bar, the panel and the palette ends the turn promptly; restart", async (t) => {
     const mark = milestones(t);
     const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
     const workbench = await Workbench.open(browser, codeServer.url, folder);

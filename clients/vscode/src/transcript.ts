@@ -105,7 +105,10 @@ export function reduce(t: Transcript, action: Action): Update {
       return { transcript: { blocks: [], serial }, changed: [], cleared: true };
     case "prompt": {
       const block: Block = { kind: "user", id: id(), text: action.prompt, context: action.context.map(describeContext) };
-      if (action.ifBusy === "queue" || action.ifBusy === "interrupt") block.ifBusy = action.ifBusy;
+      if (action.ifBusy === "queue" || action.ifBusy === "interrupt") {
+        block.ifBusy = action.ifBusy;
+        return append(t, serial, block, t.open);
+      }
       return append(t, serial, block);
     }
     case "failure":
@@ -129,9 +132,14 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, rep
     case "textDelta":
     case "thinkingDelta": {
       const kind = event.kind === "textDelta" ? "assistant" : "thinking";
-      const last = t.blocks[t.blocks.length - 1];
+      // A message queued or steering while the text streams sits below it; the text goes on.
+      let index = t.blocks.length - 1;
+      while (index >= 0 && isBusyPrompt(t.blocks[index])) index--;
+      const last = t.blocks[index];
       if (t.open === kind && last && last.kind === kind && last.call === t.call) {
-        return replace(t, serial, { ...last, text: last.text + event.text }, kind);
+        const blocks = t.blocks.slice();
+        blocks[index] = { ...last, text: last.text + event.text };
+        return { transcript: { ...t, blocks, serial, open: kind }, changed: [last.id] };
       }
       const block: Extract<Block, { kind: "assistant" | "thinking" }> = t.call ? { kind, id, text: event.text, call: t.call } : { kind, id, text: event.text };
       return append(t, serial, block, kind);
@@ -298,10 +306,8 @@ function append(t: Transcript, serial: number, block: Block, open?: Transcript["
   return { transcript: { ...t, blocks: [...t.blocks, block], serial, open }, changed: [block.id] };
 }
 
-function replace(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
-  const blocks = t.blocks.slice(0, -1);
-  blocks.push(block);
-  return { transcript: { ...t, blocks, serial, open }, changed: [block.id] };
+function isBusyPrompt(block: Block | undefined): boolean {
+  return block?.kind === "user" && block.ifBusy !== undefined;
 }
 
 /** A command's exit: `exitCode` or `signal`, when the daemon sent them. */

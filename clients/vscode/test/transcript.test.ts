@@ -203,6 +203,18 @@ describe("transcript", () => {
     ]);
   });
 
+  it("a message queued while the answer streams does not cut the answer in two", () => {
+    const t = run([
+      event({ kind: "modelCall", index: 0, model: "m" }),
+      event({ kind: "textDelta", text: "Let me " }),
+      { type: "prompt", prompt: "and this", context: [], ifBusy: "queue" },
+      event({ kind: "textDelta", text: "think." }),
+    ]);
+    assert.deepEqual(t.blocks.map((b) => [b.kind, b.kind === "user" ? b.ifBusy : b.kind === "assistant" ? b.text : ""]), [
+      ["assistant", "Let me think."], ["user", "queue"],
+    ]);
+  });
+
   it("shows the cache share without claiming 0% or 100% for a share that is neither", () => {
     assert.equal(percent(1, 1000), "<1%");
     assert.equal(percent(999, 1000), ">99%");

@@ -3,8 +3,8 @@
  * suite's one code-server (askAgent.e2e.ts):
  *
  *  - a command's output shows under its call while it runs; the command fails and the call says
- *    so with its exit code; the daemon is killed, and the next question continues the same
- *    session, its history still shown;
+ *    so with its exit code; the daemon is killed, and the next question (which @-mentions a
+ *    file, picked in the picker `@` opens) continues the same session, its history still shown;
  *  - queue and steer from the panel while a turn runs; the permission mode changed from the
  *    panel's header (same session); permission rules added and revoked; the window reloaded:
  *    the panel comes back with the session's history; a new session, then the sessions list
@@ -47,7 +47,7 @@ export function threadScenarios(suite: () => Suite): void {
   it("live output before the call ends, a failed command marked failed, a killed daemon's session continued", async (t) => {
     const { root, codeServer, browser } = suite();
     const mark = milestones(t);
-    const folder = makeWorkspace(root, "live", "vscode-live", {});
+    const folder = makeWorkspace(root, "live", "vscode-live", { "notes.md": "# Notes\n" });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     await withPage(t, workbench, async () => {
       const panel = workbench.panel();
@@ -69,6 +69,9 @@ export function threadScenarios(suite: () => Suite): void {
       await panel.locator('section.end[data-reason="completed"]').waitFor();
       assert.equal(await call.getAttribute("data-status"), "error");
       assert.equal(await call.locator(".status").innerText(), "Failed · exit 3");
+      // The call's long title (a path without spaces) wraps: the panel does not scroll sideways.
+      const overflow = await call.evaluate((node) => ({ scroll: node.ownerDocument.documentElement.scrollWidth, width: node.ownerDocument.documentElement.clientWidth }));
+      assert.ok(overflow.scroll <= overflow.width, `the panel is ${overflow.scroll} px wide in ${overflow.width}`);
       assert.match(await call.locator("pre.output-text").innerText(), /started\s+finishing/);
       assert.equal(await panel.locator("section.tool .status-ok").count(), 0, "no Done for the failed command");
       assert.match(await panel.locator("section.end .usage").innerText(), /2 model calls · \d+ tokens in.*, \d+ out/);
@@ -83,12 +86,19 @@ export function threadScenarios(suite: () => Suite): void {
       process.kill(pid, "SIGKILL");
       await panel.locator("section.notice", { hasText: "The Heddle daemon stopped" }).waitFor();
       mark("daemon killed");
-      await panel.locator("#prompt").fill("What happened before?");
+      // The follow-up mentions a file: `@` opens the picker, the path goes in, and the file
+      // goes along as context (the model only answers if the request lists it).
+      await panel.locator("#prompt").fill("What happened before? See ");
+      await panel.locator("#prompt").press("End");
+      await panel.locator("#prompt").pressSequentially("@");
+      await workbench.quickInput.filter({ hasText: "Mention a file" }).waitFor();
+      await workbench.quickInputRow("notes.md").first().click();
       await panel.locator("#prompt").press("Enter");
       await panel.locator("section.notice", { hasText: "Continuing the same session in a new daemon (1 turn so far" }).waitFor();
       await panel.locator("section.assistant", { hasText: "Still the same session: the command had failed." }).waitFor();
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session, "the same session");
-      assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Run the build", "What happened before?"]);
+      assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Run the build", "What happened before? See @notes.md"]);
+      assert.equal(await panel.locator("section.user .context").last().innerText(), "with notes.md");
       assert.equal(await panel.locator('section.tool[data-status="error"]').count(), 1, "the history is still shown");
       assert.equal(await panel.locator("section.notice", { hasText: "Pending response" }).count(), 0);
       await screenshot(workbench, "vscode-resumed", true);
@@ -182,7 +192,12 @@ export function threadScenarios(suite: () => Suite): void {
       await panel.locator("section.assistant", { hasText: "Got the queued one." }).waitFor();
       await panel.locator("#prompt").fill("Go on");
       await panel.locator("#prompt").press("Enter");
-      await panel.locator("section.assistant", { hasText: "Continued after the reload." }).waitFor();
+      const answer = panel.locator("section.assistant", { hasText: "Continued after the reload." });
+      await answer.waitFor();
+      // Its code block is highlighted, its table has borders.
+      assert.deepEqual(await answer.locator("pre.code .hl-keyword").allInnerTexts(), ["def", "return"]);
+      assert.equal(await answer.locator("pre.code .hl-string").first().innerText(), '"Hi {name}"');
+      assert.equal(await answer.locator("td").first().evaluate((cell) => getComputedStyle(cell).borderTopStyle), "solid");
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session);
       mark("resumed from the sessions list");
     });

@@ -10,6 +10,7 @@ import { DaemonStartError, type Daemon } from "./daemon";
 import * as editor from "./editor";
 import type { ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 import { Conversation, isConnectionLost, TurnInProgressError, type HowOpened, type IfBusy, type SessionOpened, type ShowMessageParams } from "./session";
+import { mentionedPaths } from "./mentions";
 import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
 import { Panel } from "./ui/panel";
@@ -65,6 +66,7 @@ export class Commands implements vscode.Disposable {
       sessions: () => void this.sessions(),
       setMode: () => void this.setMode(),
       setModel: () => void this.setModel(),
+      pickFile: () => editor.pickWorkspaceFile(),
     });
     this.disposables.push(
       vscode.commands.registerCommand("heddle.ask", () => this.ask()),
@@ -285,6 +287,9 @@ export class Commands implements vscode.Disposable {
     }
     const busy = this.conversation.running;
     if (busy && !ifBusy) return;
+    // Files the prompt @-mentions go along as context (after the active file's).
+    const mentioned = await editor.mentionContext(workspace, mentionedPaths(prompt));
+    context = [...context, ...mentioned.filter((item) => !context.some((c) => c.path === item.path && !c.range))];
     this.panel.show();
     this.panel.dispatch({ type: "prompt", prompt, context, ...(busy && ifBusy ? { ifBusy } : {}) });
     const options = { workspace, model: settings.model(), permissionMode: settings.permissionMode() };

@@ -19,6 +19,8 @@ export type FromWebview =
   | { type: "sessions" }
   | { type: "setMode" }
   | { type: "setModel" }
+  /** `@` was typed: pick a file to mention. */
+  | { type: "mention" }
   | { type: "ask"; prompt: string; ifBusy?: IfBusy };
 
 /** Messages to the webview script. */
@@ -26,6 +28,8 @@ export type ToWebview =
   | { type: "reset"; transcript: Transcript; running: boolean }
   | { type: "action"; action: Action }
   | { type: "running"; running: boolean }
+  /** The file picked for the `@` just typed (none: the picker was dismissed). */
+  | { type: "mention"; path?: string }
   /** `pending`: no session is open, the next request continues this one (the daemon stopped). */
   | { type: "session"; session?: SessionNewResult; pending?: string };
 
@@ -38,6 +42,7 @@ export interface PanelCommands {
   sessions(): void;
   setMode(): void;
   setModel(): void;
+  pickFile(): Promise<string | undefined>;
 }
 
 export const VIEW_TYPE = "heddle.panel";
@@ -134,6 +139,9 @@ export class Panel implements vscode.Disposable {
       case "setModel":
         this.commands.setModel();
         break;
+      case "mention":
+        void this.commands.pickFile().then((path) => this.post({ type: "mention", path }), () => this.post({ type: "mention" }));
+        break;
       case "ask":
         this.commands.ask(message.prompt, message.ifBusy);
         break;
@@ -177,7 +185,7 @@ export class Panel implements vscode.Disposable {
 </header>
 <main id="transcript"></main>
 <form id="composer">
-  <textarea id="prompt" rows="2" placeholder="Ask a follow-up (Enter to send, Shift+Enter for a new line)"></textarea>
+  <textarea id="prompt" rows="2" placeholder="Ask a follow-up (Enter to send, Shift+Enter for a new line, @ to mention a file)"></textarea>
   <button id="send" type="submit">Send</button>
   <button id="queue" type="button" hidden title="Send it when the agent reaches its next step (Enter)">Queue</button>
   <button id="steer" type="button" class="secondary" hidden title="Stop what the agent is doing and answer this instead (Ctrl+Enter)">Steer</button>

@@ -6,13 +6,21 @@
 
 import MarkdownIt from "markdown-it";
 import type { FromWebview, ToWebview } from "../ui/panel";
+import { startsMention } from "../mentions";
+import { escapeHtml, highlight } from "./highlight";
 import { describeExit, describeReason, EMPTY, reduce, type Block, type Transcript } from "../transcript";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
 const vscode = acquireVsCodeApi();
 // Raw HTML from the model is shown as text, never run; links stay plain.
-const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
+// Code blocks are highlighted (escaped first, so the model's text is never markup).
+const markdown = new MarkdownIt({
+  html: false,
+  linkify: true,
+  breaks: false,
+  highlight: (code, language) => `<pre class="code"><code class="language-${escapeHtml(language || "text")}">${highlight(code, language)}</code></pre>`,
+});
 
 const root = document.getElementById("transcript") as HTMLElement;
 const state = document.getElementById("state") as HTMLElement;
@@ -60,6 +68,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "running":
       setRunning(message.running);
       break;
+    case "mention":
+      insertMention(message.path);
+      return;
     case "session":
       sessionLabel.textContent = message.session ? `${message.session.model} · ${message.session.permissionMode}` : "";
       modeButton.textContent = message.session ? `Mode: ${message.session.permissionMode}` : "Mode";
@@ -83,6 +94,22 @@ composer.addEventListener("submit", (event) => {
   event.preventDefault();
   send();
 });
+promptInput.addEventListener("input", (event) => {
+  const typed = (event as InputEvent).data;
+  if (typed === "@" && startsMention(promptInput.value, promptInput.selectionStart)) vscode.postMessage({ type: "mention" });
+});
+
+/** Put the picked path after the `@` at the caret, and a space after it. */
+function insertMention(path: string | undefined): void {
+  promptInput.focus();
+  if (!path) return;
+  const caret = promptInput.selectionStart;
+  const text = promptInput.value;
+  const insert = `${path} `;
+  promptInput.value = text.slice(0, caret) + insert + text.slice(caret);
+  promptInput.selectionStart = promptInput.selectionEnd = caret + insert.length;
+}
+
 queueButton.addEventListener("click", () => send("queue"));
 steerButton.addEventListener("click", () => send("interrupt"));
 promptInput.addEventListener("keydown", (event) => {

@@ -8,7 +8,9 @@
  *  - queue and steer from the panel while a turn runs; the permission mode changed from the
  *    panel's header (same session); permission rules added and revoked; the window reloaded:
  *    the panel comes back with the session's history; a new session, then the sessions list
- *    opens the old one again and a follow-up continues it.
+ *    opens the old one again and a follow-up continues it;
+ *  - the chat as a view in the side bar: a request answered there (no editor tab opens), and
+ *    after a window reload the view shows the session again and continues it.
  */
 
 import assert from "node:assert/strict";
@@ -20,7 +22,7 @@ import type { CodeServer } from "./support/codeServer";
 import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { Workbench } from "./support/workbench";
 
-export const THREAD_MODELS = ["vscode-live", "vscode-thread"];
+export const THREAD_MODELS = ["vscode-live", "vscode-thread", "vscode-view"];
 
 interface Suite {
   root: string;
@@ -202,6 +204,40 @@ export function threadScenarios(suite: () => Suite): void {
       assert.equal(await answer.locator("td").first().evaluate((cell) => getComputedStyle(cell).borderTopStyle), "solid");
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session);
       mark("resumed from the sessions list");
+    });
+  });
+
+  it("the chat in the side bar view: answered there, restored after a reload", async (t) => {
+    const { root, codeServer, browser } = suite();
+    const mark = milestones(t);
+    const folder = makeWorkspace(root, "view", "vscode-view", {});
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    await withPage(t, workbench, async () => {
+      const page = workbench.page;
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+      await workbench.runCommand("Heddle: Focus on Chat View");
+      let view = workbench.panel();
+      await view.locator("#prompt").waitFor();
+      mark("chat view open");
+      await view.locator("#prompt").fill("Hello?");
+      await view.locator("#prompt").press("Enter");
+      await view.locator("section.assistant", { hasText: "Hello from the side bar." }).waitFor();
+      assert.equal(await workbench.tab("Heddle").count(), 0, "no editor tab: the view shows the chat");
+      const session = await view.locator("#session").getAttribute("data-session-id");
+      assert.ok(session);
+      await screenshot(workbench, "vscode-chat-view", true);
+
+      await page.reload();
+      await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+      view = workbench.panel();
+      await view.locator("section.assistant", { hasText: "Hello from the side bar." }).waitFor({ timeout: 60000 });
+      assert.equal(await view.locator("#session").getAttribute("data-session-id"), session);
+      await view.locator("#prompt").fill("And after the reload?");
+      await view.locator("#prompt").press("Enter");
+      await view.locator("section.assistant", { hasText: "Still here after the reload." }).waitFor();
+      assert.equal(await view.locator("#session").getAttribute("data-session-id"), session);
+      assert.equal(await workbench.tab("Heddle").count(), 0);
+      mark("restored in the view and continued");
     });
   });
 }

@@ -36,6 +36,8 @@ export class Commands implements vscode.Disposable {
   private readonly proposals = new editor.ProposalFiles();
   private readonly reviews = new ReviewEditor(this.diffs, this.proposals);
   private activity?: string;
+  /** A session to open once the daemon runs: restoring it found the daemon unable to start. */
+  private restoreWhenRunning?: string;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -84,6 +86,9 @@ export class Commands implements vscode.Disposable {
         if (state === "starting" || state === "stopped") this.daemonStopped();
         if (state === "stopped" && !this.conversation.running) this.status.stopped();
         if (state === "running" && !this.conversation.running) this.status.idle();
+        if (state === "running" && this.restoreWhenRunning && !this.conversation.sessionInfo && !this.conversation.running) {
+          void this.open(this.restoreWhenRunning);
+        }
       }),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (settings.affectsDaemon(event)) void this.restartDaemon();
@@ -100,6 +105,11 @@ export class Commands implements vscode.Disposable {
   /** Brings the panel back after a window reload. */
   get serializer(): vscode.WebviewPanelSerializer {
     return this.panel.serializer;
+  }
+
+  /** The chat view in the side bar. */
+  get viewProvider(): vscode.WebviewViewProvider {
+    return this.panel.viewProvider;
   }
 
   /** Ask agent: an input box, then the turn, with the active file and selection as context. */
@@ -240,8 +250,16 @@ export class Commands implements vscode.Disposable {
     this.meter.reset();
     try {
       await this.conversation.load(sessionId);
+      this.restoreWhenRunning = undefined;
       return true;
     } catch (error) {
+      if (error instanceof DaemonStartError) {
+        // The session is fine; the daemon is not. Opened once the daemon runs (a restart).
+        this.restoreWhenRunning = sessionId;
+        this.panel.dispatch({ type: "notice", level: "warning", text: `Session ${sessionId.slice(0, 8)} opens once the daemon runs: ${plainMessage(error)}` });
+        this.showStartError(error);
+        return false;
+      }
       this.panel.dispatch({ type: "failure", message: `Could not open session ${sessionId.slice(0, 8)}: ${plainMessage(error)}` });
       void this.state.update(SESSION_KEY, undefined);
       return false;

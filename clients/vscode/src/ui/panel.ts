@@ -46,9 +46,12 @@ export interface PanelCommands {
 }
 
 export const VIEW_TYPE = "heddle.panel";
+/** The chat as a view in the activity bar's Heddle container (movable to the secondary side bar). */
+export const CHAT_VIEW = "heddle.chat";
 
 export class Panel implements vscode.Disposable {
   private panel?: vscode.WebviewPanel;
+  private view?: vscode.WebviewView;
   private transcript: Transcript = EMPTY;
   private running = false;
   private session?: SessionNewResult;
@@ -56,7 +59,12 @@ export class Panel implements vscode.Disposable {
 
   constructor(private readonly extensionUri: vscode.Uri, private readonly commands: PanelCommands) {}
 
+  /** Show the chat: in the side bar view when it is open, else in the editor tab (opened beside). */
   show(preserveFocus = true): void {
+    if (this.view?.visible) {
+      this.view.show(preserveFocus);
+      return;
+    }
     if (this.panel) {
       this.panel.reveal(undefined, preserveFocus);
       return;
@@ -83,6 +91,20 @@ export class Panel implements vscode.Disposable {
     },
   };
 
+  /** The view's half: VS Code shows the chat view (opened by the user, or again after a reload). */
+  readonly viewProvider: vscode.WebviewViewProvider = {
+    resolveWebviewView: (view: vscode.WebviewView) => {
+      view.webview.options = this.options();
+      view.webview.html = this.html(view.webview);
+      view.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message, view.webview));
+      view.onDidDispose(() => {
+        if (this.view === view) this.view = undefined;
+      });
+      this.view = view;
+      this.commands.restore();
+    },
+  };
+
   private options(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
     const roots = [vscode.Uri.joinPath(this.extensionUri, "dist"), vscode.Uri.joinPath(this.extensionUri, "media")];
     return { enableScripts: true, localResourceRoots: roots };
@@ -90,7 +112,7 @@ export class Panel implements vscode.Disposable {
 
   private adopt(panel: vscode.WebviewPanel): void {
     panel.webview.html = this.html(panel.webview);
-    panel.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message));
+    panel.webview.onDidReceiveMessage((message: FromWebview) => this.receive(message, panel.webview));
     panel.onDidDispose(() => {
       if (this.panel === panel) this.panel = undefined;
     });
@@ -118,11 +140,12 @@ export class Panel implements vscode.Disposable {
     this.panel?.dispose();
   }
 
-  private receive(message: FromWebview): void {
+  private receive(message: FromWebview, from: vscode.Webview): void {
     switch (message.type) {
       case "ready":
-        this.post({ type: "reset", transcript: this.transcript, running: this.running });
-        this.post({ type: "session", session: this.session, pending: this.pending });
+        // Only the webview that (re)loaded starts over; the other keeps its scroll and state.
+        void from.postMessage({ type: "reset", transcript: this.transcript, running: this.running } satisfies ToWebview);
+        void from.postMessage({ type: "session", session: this.session, pending: this.pending } satisfies ToWebview);
         break;
       case "cancel":
         this.commands.cancel();
@@ -140,7 +163,10 @@ export class Panel implements vscode.Disposable {
         this.commands.setModel();
         break;
       case "mention":
-        void this.commands.pickFile().then((path) => this.post({ type: "mention", path }), () => this.post({ type: "mention" }));
+        void this.commands.pickFile().then(
+          (path) => from.postMessage({ type: "mention", path } satisfies ToWebview),
+          () => from.postMessage({ type: "mention" } satisfies ToWebview),
+        );
         break;
       case "ask":
         this.commands.ask(message.prompt, message.ifBusy);
@@ -150,6 +176,7 @@ export class Panel implements vscode.Disposable {
 
   private post(message: ToWebview): void {
     void this.panel?.webview.postMessage(message);
+    void this.view?.webview.postMessage(message);
   }
 
   private html(webview: vscode.Webview): string {

@@ -5,8 +5,8 @@
  *  - Ask agent from the command palette with a selection, accept the edit in its review, reject
  *    a command with a message, see the streamed markdown answer in the panel, and find the edit
  *    on disk.
- *  - Cancel a slowly streaming turn from the status bar, the panel and the progress
- *    notification: each ends promptly with `cancelled`, and follow-ups stay in one session;
+ *  - Cancel a slowly streaming turn from the status bar, the panel and the palette: each ends
+ *    promptly with `cancelled`, and follow-ups stay in one session;
  *    after "Restart daemon" the next request runs in a new session.
  *  - A project's `.heddle/settings.toml` that is not trusted: one notification lists what is
  *    ignored; "Review file" opens it, "Trust" trusts it, and the next request runs in a new
@@ -28,6 +28,7 @@ import type { Browser } from "playwright-core";
 import { heddleScript, startScripted, tempDir, type Scripted } from "../test/support/processes";
 import { startCodeServer, type CodeServer } from "./support/codeServer";
 import { editScenarios, EDIT_MODELS } from "./editReview";
+import { threadScenarios, THREAD_MODELS } from "./thread";
 import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { launchBrowser, Workbench } from "./support/workbench";
 
@@ -45,7 +46,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS, ...THREAD_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({
       root: root.path,
       vsix: VSIX,
@@ -146,7 +147,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
     });
   });
 
-  it("cancel from the status bar, the panel and the notification ends the turn promptly; restart", async (t) => {
+  it("cancel from the status bar, the panel and the palette ends the turn promptly; restart", async (t) => {
     const mark = milestones(t);
     const folder = makeWorkspace(root.path, "slow", "vscode-slow", {});
     const workbench = await Workbench.open(browser, codeServer.url, folder);
@@ -186,11 +187,11 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await panel.locator("#prompt").press("Enter");
       await cancelNth(2, "panel", () => panel.locator("#cancel").click());
 
-      // The progress notification's Cancel button.
+      // The palette's Cancel turn (there is no progress notification: it covered the input).
       await workbench.runCommand("Heddle: Ask agent");
       await workbench.answerInputBox("Ask Heddle", "Once more");
-      const toast = page.locator(".notification-toast", { hasText: "Heddle" });
-      await cancelNth(3, "notification", () => toast.getByRole("button", { name: "Cancel" }).click());
+      assert.equal(await page.locator(".notification-toast", { hasText: "Heddle" }).count(), 0);
+      await cancelNth(3, "palette", () => workbench.runCommand("Heddle: Cancel turn"));
 
       assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Take your time", "And again, slowly", "Once more"]);
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session, "one session throughout");
@@ -312,4 +313,5 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
   });
 
   editScenarios(() => ({ root: root.path, codeServer, browser }));
+  threadScenarios(() => ({ root: root.path, codeServer, browser }));
 });

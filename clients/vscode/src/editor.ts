@@ -39,6 +39,42 @@ export function activeContext(): ContextItem[] {
   return [item];
 }
 
+/**
+ * The workspace files a prompt @-mentions, as `turn/start` context: those that exist inside
+ * `workspace` (a mention of anything else is left as text), with their unsaved text if open.
+ */
+export async function mentionContext(workspace: string, paths: string[]): Promise<ContextItem[]> {
+  const items: ContextItem[] = [];
+  for (const relative of paths) {
+    const absolute = path.resolve(workspace, relative);
+    if (absolute !== workspace && !absolute.startsWith(workspace + path.sep)) continue;
+    const uri = vscode.Uri.file(absolute);
+    try {
+      const stat = await vscode.workspace.fs.stat(uri);
+      if (stat.type !== vscode.FileType.File) continue;
+    } catch {
+      continue;
+    }
+    const open = vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
+    const item: ContextItem = { path: absolute };
+    if (open) item.language = open.languageId;
+    if (open?.isDirty) item.text = open.getText();
+    items.push(item);
+  }
+  return items;
+}
+
+/** A quick pick of the workspace's files (as VS Code's search excludes them); the relative path. */
+export async function pickWorkspaceFile(): Promise<string | undefined> {
+  const files = await vscode.workspace.findFiles("**/*", undefined, 5000);
+  const items = files
+    .map((uri) => vscode.workspace.asRelativePath(uri, false))
+    .sort()
+    .map((label) => ({ label }));
+  const choice = await vscode.window.showQuickPick(items, { title: "Mention a file", placeHolder: "The file goes along with the request as context", matchOnDescription: true });
+  return choice?.label;
+}
+
 export function setContextKey(key: string, value: unknown): void {
   void vscode.commands.executeCommand("setContext", key, value);
 }

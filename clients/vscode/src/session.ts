@@ -14,6 +14,16 @@ import {
   type ContextItem,
   type PermissionRequestParams,
   type PermissionRequestResult,
+  type RulesAddParams,
+  type RulesAddResult,
+  type RulesListResult,
+  type RulesRevokeParams,
+  type RulesRevokeResult,
+  type SessionConfigureParams,
+  type SessionConfigureResult,
+  type SessionInfo,
+  type SessionListResult,
+  type SessionLoadResult,
   type SessionNewParams,
   type SessionNewResult,
   type TurnEventParams,
@@ -22,6 +32,25 @@ import {
 } from "./protocol.generated";
 
 export type PermissionMode = NonNullable<SessionNewParams["permissionMode"]>;
+export type IfBusy = NonNullable<TurnStartParams["ifBusy"]>;
+
+/** The session the conversation talks to: opened with `session/new` or `session/load`. */
+export type SessionOpened = SessionNewResult & Partial<Pick<SessionLoadResult, "turns" | "title">>;
+
+/**
+ * How a session came to be open: `new`; `loaded` on request (a window reload, the sessions
+ * list); `resumed` after the daemon stopped, the same session continued.
+ */
+export type HowOpened = "new" | "loaded" | "resumed";
+
+/** JSON-RPC errors of a connection that closed under a request (vscode-jsonrpc's codes). */
+const CONNECTION_LOST = new Set([-32097, -32096]);
+
+/** The daemon stopped while the request was open (it crashed, or was killed). */
+export function isConnectionLost(error: unknown): boolean {
+  const code = errorCode(error);
+  return code !== undefined && CONNECTION_LOST.has(code);
+}
 
 /** LSP's `window/showMessage`, which the daemon sends (it is not in Heddle's method table). */
 export const SHOW_MESSAGE = "window/showMessage";
@@ -51,9 +80,13 @@ export interface Rpc {
 
 /** What the editor provides: where events go and who answers permission requests. */
 export interface ConversationHost {
-  onEvent(params: TurnEventParams): void;
-  /** A session was opened (the first ask, or the first after a reset). */
-  onSession?(session: SessionNewResult): void;
+  /** `replay`: an event of the history `session/load` replays before the session goes on. */
+  onEvent(params: TurnEventParams, replay?: HowOpened): void;
+  /**
+   * A session was opened (the first ask, the first after a reset, a load, a resume). `note`
+   * says why a session that was to be resumed could not be, and a new one was opened instead.
+   */
+  onSession?(session: SessionOpened, how: HowOpened, note?: string): void;
   /**
    * A message from the daemon, to show the user. One that the result of the session it came
    * with repeats about untrusted settings (`untrustedSettings`) is not passed on: the host
@@ -85,16 +118,28 @@ interface RunningTurn {
   cancelled: boolean;
 }
 
+/** Thrown by `configure` and friends when there is no session to act on yet. */
+export class NoSessionError extends Error {
+  constructor() {
+    super("No session is open yet: ask something first.");
+  }
+}
+
 const REJECT_CANCELLED: PermissionRequestResult = { decision: "reject", message: "The turn was cancelled." };
 
 export class Conversation implements Disposable {
-  private session?: SessionNewResult;
-  private opening?: Promise<SessionNewResult>;
+  private session?: SessionOpened;
+  private opening?: Promise<SessionOpened>;
+  /** The session the next `ensureSession` continues (`session/load`) rather than opening one. */
+  private resumeId?: string;
+  /** The session being loaded, and why: its replayed events are routed as such. */
+  private loading?: { sessionId: string; how: HowOpened };
   /** Messages that came while a session was opening: they wait for its result. */
   private held: ShowMessageParams[] = [];
   /** The next `ask` opens a new session (the settings it would read have changed). */
   private stale = false;
-  private turn?: RunningTurn;
+  /** The turns whose `turn/start` is open: one, or more with `ifBusy` (queued, steering). */
+  private readonly turns = new Set<RunningTurn>();
   private readonly registrations: Disposable[];
 
   constructor(private readonly rpc: Rpc, private readonly host: ConversationHost) {
@@ -106,33 +151,45 @@ export class Conversation implements Disposable {
     ];
   }
 
-  get sessionInfo(): SessionNewResult | undefined {
+  get sessionInfo(): SessionOpened | undefined {
     return this.session;
   }
 
   get running(): boolean {
-    return this.turn !== undefined;
+    return this.turns.size > 0;
   }
 
-  /** The open session, or a new one made with `settings`. */
-  async ensureSession(settings: SessionSettings): Promise<SessionNewResult> {
+  /** The session the next request will continue, if it is not open yet (after the daemon stopped). */
+  get pendingResume(): string | undefined {
+    return this.resumeId;
+  }
+
+  /**
+   * The open session; else the one to resume (`session/load`, then it goes on); else a new
+   * one made with `settings`. A session that cannot be resumed is replaced by a new one, and
+   * `onSession` says why: never silently.
+   */
+  async ensureSession(settings: SessionSettings): Promise<SessionOpened> {
     if (this.session) return this.session;
     if (!this.opening) {
-      const params: SessionNewParams = { workspace: settings.workspace };
-      if (settings.model) params.model = settings.model;
-      if (settings.permissionMode) params.permissionMode = settings.permissionMode;
-      this.opening = this.rpc.sendRequest<SessionNewResult>(Methods.SessionNew, params).then(
-        (result) => {
-          this.session = result;
-          this.releaseMessages(result);
-          this.host.onSession?.(result);
-          return result;
-        },
-        (error: unknown) => {
-          this.releaseMessages(undefined);
-          throw error;
-        },
-      ).finally(() => {
+      const resumeId = this.resumeId;
+      this.opening = (async () => {
+        let note: string | undefined;
+        if (resumeId) {
+          try {
+            return await this.openWith(() => this.loadRequest(resumeId, "resumed"), "resumed");
+          } catch (error) {
+            if (isConnectionLost(error)) throw error;
+            note = `Could not continue session ${resumeId.slice(0, 8)} (${messageOf(error)}); started a new session.`;
+          } finally {
+            if (this.resumeId === resumeId) this.resumeId = undefined;
+          }
+        }
+        const params: SessionNewParams = { workspace: settings.workspace };
+        if (settings.model) params.model = settings.model;
+        if (settings.permissionMode) params.permissionMode = settings.permissionMode;
+        return this.openWith(() => this.rpc.sendRequest<SessionNewResult>(Methods.SessionNew, params), "new", note);
+      })().finally(() => {
         this.opening = undefined;
       });
     }
@@ -140,49 +197,144 @@ export class Conversation implements Disposable {
   }
 
   /**
+   * Open an earlier session (a window reload, the sessions list): the daemon replays its
+   * history as events (passed on with `replay` "loaded"), then the next `ask` continues it.
+   */
+  async load(sessionId: string): Promise<SessionOpened> {
+    if (this.running) throw new TurnInProgressError();
+    if (this.opening) await this.opening.catch(() => undefined);
+    this.forgetSession();
+    this.opening = this.openWith(() => this.loadRequest(sessionId, "loaded"), "loaded").finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+
+  /** The sessions the daemon keeps for `workspace` (all when omitted), newest first. */
+  async list(workspace?: string): Promise<SessionInfo[]> {
+    const result = await this.rpc.sendRequest<SessionListResult>(Methods.SessionList, workspace ? { workspace } : {});
+    return result.sessions;
+  }
+
+  /** Change the open session's permission mode and/or model for its next turns. */
+  async configure(change: Omit<SessionConfigureParams, "sessionId">): Promise<SessionConfigureResult> {
+    const session = this.session;
+    if (!session) throw new NoSessionError();
+    const result = await this.rpc.sendRequest<SessionConfigureResult>(Methods.SessionConfigure, { sessionId: session.sessionId, ...change });
+    if (this.session?.sessionId === result.sessionId) {
+      this.session = { ...this.session, model: result.model, permissionMode: result.permissionMode };
+    }
+    return result;
+  }
+
+  async listRules(): Promise<RulesListResult> {
+    return this.rpc.sendRequest<RulesListResult>(Methods.RulesList, { sessionId: this.requireSession() });
+  }
+
+  async addRule(rule: Omit<RulesAddParams, "sessionId">): Promise<RulesAddResult> {
+    return this.rpc.sendRequest<RulesAddResult>(Methods.RulesAdd, { sessionId: this.requireSession(), ...rule });
+  }
+
+  async revokeRule(rule: Omit<RulesRevokeParams, "sessionId">): Promise<RulesRevokeResult> {
+    return this.rpc.sendRequest<RulesRevokeResult>(Methods.RulesRevoke, { sessionId: this.requireSession(), ...rule });
+  }
+
+  /**
+   * The daemon stopped (crashed, was killed): its sessions are gone from memory but kept on
+   * disk, so the next `ask` loads the open one and continues it.
+   */
+  daemonStopped(): void {
+    if (this.session) this.resumeId = this.session.sessionId;
+    this.session = undefined;
+    this.stale = false;
+  }
+
+  private requireSession(): string {
+    if (!this.session) throw new NoSessionError();
+    return this.session.sessionId;
+  }
+
+  private loadRequest(sessionId: string, how: HowOpened): Promise<SessionLoadResult> {
+    this.loading = { sessionId, how };
+    return this.rpc.sendRequest<SessionLoadResult>(Methods.SessionLoad, { sessionId }).finally(() => {
+      if (this.loading?.sessionId === sessionId) this.loading = undefined;
+    });
+  }
+
+  private async openWith(request: () => Promise<SessionOpened>, how: HowOpened, note?: string): Promise<SessionOpened> {
+    let result: SessionOpened;
+    try {
+      result = await request();
+    } catch (error) {
+      this.releaseMessages(undefined);
+      throw error;
+    }
+    this.session = result;
+    this.releaseMessages(result);
+    this.host.onSession?.(result, how, note);
+    return result;
+  }
+
+  /**
    * Run one prompt to its end in the session (opening it first if needed). Follow-ups reuse
    * the session. If the daemon lost the session (it restarted), a new one is opened once.
    */
-  async ask(settings: SessionSettings, prompt: string, context: ContextItem[] = []): Promise<TurnStartResult> {
-    if (this.turn) throw new TurnInProgressError();
+  /**
+   * Run one prompt to its end in the session (opening or resuming it first if needed).
+   * Follow-ups reuse the session. If the daemon lost the session (it restarted), it is loaded
+   * and continued, once. While a turn runs, `ifBusy` says what the daemon does with this
+   * prompt: `queue` (the running turn takes it in at its next step; this resolves with that
+   * turn's result) or `interrupt` (the running turn is cancelled, then this one runs); without
+   * it a busy conversation throws `TurnInProgressError`.
+   */
+  async ask(settings: SessionSettings, prompt: string, context: ContextItem[] = [], ifBusy?: IfBusy): Promise<TurnStartResult> {
+    const busy = this.turns.size > 0;
+    if (busy && (!ifBusy || ifBusy === "reject" || !this.session)) throw new TurnInProgressError();
     const turn: RunningTurn = { sessionId: "", prompts: new Set(), cancelled: false };
-    this.turn = turn;
-    if (this.stale) this.forgetSession();
+    this.turns.add(turn);
+    if (!busy && this.stale) this.forgetSession();
     try {
       for (let attempt = 0; ; attempt++) {
         const session = await this.ensureSession(settings);
         turn.sessionId = session.sessionId;
         if (turn.cancelled) return { turnId: "", reason: "cancelled", usage: {}, text: "", transitions: [] };
         const params: TurnStartParams = { sessionId: session.sessionId, prompt, context };
+        if (busy && ifBusy) params.ifBusy = ifBusy;
         try {
           const result = await this.rpc.sendRequest<TurnStartResult>(Methods.TurnStart, params);
           turn.turnId = result.turnId;
           return result;
         } catch (error) {
           if (attempt === 0 && errorCode(error) === ErrorCodes.SessionNotFound) {
-            this.forgetSession();
+            // The daemon restarted under us: continue the same session in the new one.
+            this.daemonStopped();
             continue;
           }
+          if (isConnectionLost(error)) this.daemonStopped();
           throw error;
         }
       }
     } finally {
       for (const prompt of turn.prompts) prompt.abort();
-      this.turn = undefined;
+      this.turns.delete(turn);
     }
   }
 
-  /** End the running turn; the pending `ask` resolves with reason `cancelled`. Idempotent. */
+  /** End the running turns (queued prompts too); pending `ask`s resolve `cancelled`. Idempotent. */
   cancel(): boolean {
-    const turn = this.turn;
-    if (!turn) return false;
-    turn.cancelled = true;
-    for (const prompt of turn.prompts) prompt.abort();
-    if (turn.sessionId) {
-      const params = turn.turnId ? { sessionId: turn.sessionId, turnId: turn.turnId } : { sessionId: turn.sessionId };
-      void Promise.resolve(this.rpc.sendNotification(Methods.TurnCancel, params)).catch(() => undefined);
+    if (!this.turns.size) return false;
+    const sessions = new Set<string>();
+    for (const turn of this.turns) {
+      turn.cancelled = true;
+      for (const prompt of turn.prompts) prompt.abort();
+      if (turn.sessionId) sessions.add(turn.sessionId);
     }
+    for (const sessionId of sessions) this.sendCancel({ sessionId });
     return true;
+  }
+
+  private sendCancel(params: { sessionId: string; turnId?: string }): void {
+    void Promise.resolve(this.rpc.sendNotification(Methods.TurnCancel, params)).catch(() => undefined);
   }
 
   /**
@@ -205,9 +357,10 @@ export class Conversation implements Disposable {
     for (const registration of this.registrations) registration.dispose();
   }
 
-  /** The daemon lost its sessions (it restarted): the next `ask` opens a new one. */
+  /** Start afresh: the next `ask` opens a new session (none is resumed). */
   forgetSession(): void {
     this.session = undefined;
+    this.resumeId = undefined;
     this.stale = false;
   }
 
@@ -245,17 +398,22 @@ export class Conversation implements Disposable {
   }
 
   private routeEvent(params: TurnEventParams): void {
+    if (this.loading && params.sessionId === this.loading.sessionId) {
+      this.host.onEvent(params, this.loading.how);
+      return;
+    }
     if (!this.session || params.sessionId !== this.session.sessionId) return;
-    if (this.turn && this.turn.sessionId === params.sessionId && !this.turn.turnId) {
-      this.turn.turnId = params.turnId;
-      // A cancel that came before the turn had an id went out without one; that is fine.
+    if (params.event.kind === "turnStarted") {
+      const mine = [...this.turns].filter((turn) => turn.sessionId === params.sessionId);
+      // A queued prompt that outlived a cancelled turn starts as a turn of its own: end it too.
+      if (mine.length && mine.every((turn) => turn.cancelled)) this.sendCancel({ sessionId: params.sessionId, turnId: params.turnId });
     }
     this.host.onEvent(params);
   }
 
   private async routePermission(params: PermissionRequestParams, token: CancellationSignal): Promise<PermissionRequestResult> {
-    const turn = this.turn;
-    if (!turn || turn.sessionId !== params.sessionId || turn.cancelled) return REJECT_CANCELLED;
+    const turn = [...this.turns].find((t) => t.sessionId === params.sessionId && !t.cancelled);
+    if (!turn) return REJECT_CANCELLED;
     const controller = new AbortController();
     turn.prompts.add(controller);
     const withdrawn = token.onCancellationRequested(() => controller.abort());
@@ -269,6 +427,10 @@ export class Conversation implements Disposable {
       turn.prompts.delete(controller);
     }
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function errorCode(error: unknown): number | undefined {

@@ -4,7 +4,20 @@
  * the same reducer on the same actions, repainting only the blocks an action touched.
  */
 
-import type { AgentEventEvent, ContextItem, PermissionAnsweredEvent, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+import type {
+  AgentEventEvent,
+  ContextItem,
+  PermissionAnsweredEvent,
+  TodoItem,
+  ToolCallFinishedEvent,
+  ToolOutputEvent,
+  TurnEndedEvent,
+  TurnEventParams,
+  TurnStartResult,
+} from "./protocol.generated";
+
+/** The most of a call's live output the panel keeps: the newest characters. */
+export const OUTPUT_KEEP = 64 * 1024;
 
 export type ToolState = "pending" | "asking" | "running" | "ok" | "error" | "rejected" | "cancelled";
 
@@ -17,7 +30,7 @@ export interface ChildCall {
 }
 
 export type Block =
-  | { kind: "user"; id: string; text: string; context: string[] }
+  | { kind: "user"; id: string; text: string; context: string[]; ifBusy?: "queue" | "interrupt" }
   | { kind: "assistant"; id: string; text: string; call?: string }
   | { kind: "thinking"; id: string; text: string; call?: string }
   | {
@@ -35,6 +48,13 @@ export type Block =
       decision?: string;
       /** What the user told the agent when rejecting. */
       note?: string;
+      /** What the command wrote so far (its newest `OUTPUT_KEEP` characters). */
+      output?: string;
+      /** Characters or bytes of output left out before `output` (the daemon's and ours). */
+      elided?: number;
+      /** A command's exit status, or the signal that ended it. */
+      exitCode?: number;
+      signal?: string;
       /** For a Task call: the sub-agent's name and the tool calls it made. */
       agent?: string;
       children?: ChildCall[];
@@ -44,8 +64,10 @@ export type Block =
   | { kind: "end"; id: string; reason: string; detail?: string; usage?: string };
 
 export type Action =
-  | { type: "prompt"; prompt: string; context: ContextItem[] }
-  | { type: "event"; params: TurnEventParams }
+  /** `ifBusy`: sent while a turn ran, to queue it or to steer (interrupt) with it. */
+  | { type: "prompt"; prompt: string; context: ContextItem[]; ifBusy?: "queue" | "interrupt" | "reject" }
+  /** `replay`: an event of `session/load`'s history, which brings its own prompts. */
+  | { type: "event"; params: TurnEventParams; replay?: boolean }
   | { type: "result"; result: TurnStartResult }
   | { type: "failure"; message: string }
   | { type: "notice"; level: "info" | "warning" | "error"; text: string }
@@ -81,36 +103,43 @@ export function reduce(t: Transcript, action: Action): Update {
   switch (action.type) {
     case "clear":
       return { transcript: { blocks: [], serial }, changed: [], cleared: true };
-    case "prompt":
-      return append(t, serial, {
-        kind: "user",
-        id: id(),
-        text: action.prompt,
-        context: action.context.map(describeContext),
-      });
+    case "prompt": {
+      const block: Block = { kind: "user", id: id(), text: action.prompt, context: action.context.map(describeContext) };
+      if (action.ifBusy === "queue" || action.ifBusy === "interrupt") {
+        block.ifBusy = action.ifBusy;
+        return append(t, serial, block, t.open);
+      }
+      return append(t, serial, block);
+    }
     case "failure":
       return append(t, serial, { kind: "notice", id: id(), level: "error", text: action.message });
     case "notice":
       return append(t, serial, { kind: "notice", id: id(), level: action.level, text: action.text });
     case "result":
-      return append(t, serial, endBlock(id(), action.result));
+      // The turn's `turnEnded` event drew the same block already, unless no event came.
+      return upsertEnd(t, serial, action.result.turnId ? `end-${action.result.turnId}` : id(), action.result);
     case "answered":
       return upsertTool(t, serial, action.toolCallId, { note: action.message });
     case "event":
-      return reduceEvent(t, serial, action.params);
+      return reduceEvent(t, serial, action.params, action.replay === true);
   }
 }
 
-function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Update {
+function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, replay: boolean): Update {
   const event = params.event;
   const id = `b${serial}`;
   switch (event.kind) {
     case "textDelta":
     case "thinkingDelta": {
       const kind = event.kind === "textDelta" ? "assistant" : "thinking";
-      const last = t.blocks[t.blocks.length - 1];
+      // A message queued or steering while the text streams sits below it; the text goes on.
+      let index = t.blocks.length - 1;
+      while (index >= 0 && isBusyPrompt(t.blocks[index])) index--;
+      const last = t.blocks[index];
       if (t.open === kind && last && last.kind === kind && last.call === t.call) {
-        return replace(t, serial, { ...last, text: last.text + event.text }, kind);
+        const blocks = t.blocks.slice();
+        blocks[index] = { ...last, text: last.text + event.text };
+        return { transcript: { ...t, blocks, serial, open: kind }, changed: [last.id] };
       }
       const block: Extract<Block, { kind: "assistant" | "thinking" }> = t.call ? { kind, id, text: event.text, call: t.call } : { kind, id, text: event.text };
       return append(t, serial, block, kind);
@@ -137,7 +166,10 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
         state: event.status,
         summary: event.summary,
         diff: event.diff ?? undefined,
+        ...exitOf(event),
       });
+    case "toolOutput":
+      return appendOutput(t, serial, event);
     case "retry":
       return append(t, serial, {
         kind: "notice",
@@ -149,6 +181,11 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
     case "error":
       return append(t, serial, { kind: "notice", id, level: "error", text: event.error.message });
     case "turnStarted":
+      // Live, the prompt was drawn when it was sent (with its context); a replay brings it here.
+      if (!replay) return { transcript: { ...t, serial }, changed: [] };
+      return append(t, serial, { kind: "user", id: `user-${params.turnId}`, text: event.prompt, context: [] });
+    case "turnEnded":
+      return upsertEnd(t, serial, `end-${params.turnId}`, event);
     case "usage":
       return { transcript: { ...t, serial }, changed: [] };
     case "modelCall":
@@ -174,8 +211,6 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams): Up
       return reduceAgentEvent(t, serial, event);
     default: {
       const unknown = event as { kind: string; message?: unknown };
-      // The end of the turn is drawn from the `turn/start` result, which carries the same facts.
-      if (unknown.kind === "turnEnded") return { transcript: { ...t, serial }, changed: [] };
       // Kinds added after this client was built show as a note, never as an error.
       const text = typeof unknown.message === "string" ? unknown.message : humanize(unknown.kind);
       return append(t, serial, { kind: "notice", id, level: "info", text });
@@ -271,13 +306,54 @@ function append(t: Transcript, serial: number, block: Block, open?: Transcript["
   return { transcript: { ...t, blocks: [...t.blocks, block], serial, open }, changed: [block.id] };
 }
 
-function replace(t: Transcript, serial: number, block: Block, open?: Transcript["open"]): Update {
-  const blocks = t.blocks.slice(0, -1);
-  blocks.push(block);
-  return { transcript: { ...t, blocks, serial, open }, changed: [block.id] };
+function isBusyPrompt(block: Block | undefined): boolean {
+  return block?.kind === "user" && block.ifBusy !== undefined;
 }
 
-function endBlock(id: string, result: TurnStartResult): Block {
+/** A command's exit: `exitCode` or `signal`, when the daemon sent them. */
+function exitOf(event: ToolCallFinishedEvent): { exitCode?: number; signal?: string } {
+  const exit: { exitCode?: number; signal?: string } = {};
+  if (typeof event.exitCode === "number") exit.exitCode = event.exitCode;
+  if (event.signal) exit.signal = event.signal;
+  return exit;
+}
+
+/**
+ * A piece of a running command's output, added to its call. The panel keeps the newest
+ * `OUTPUT_KEEP` characters and counts the rest, with what the daemon left out, in `elided`.
+ * Output of a `Stop` hook (no call) is not shown.
+ */
+function appendOutput(t: Transcript, serial: number, event: ToolOutputEvent): Update {
+  if (!event.toolCallId) return { transcript: { ...t, serial }, changed: [] };
+  const current = t.blocks.find((b): b is Extract<Block, { kind: "tool" }> => b.id === `tool-${event.toolCallId}` && b.kind === "tool");
+  let output = current?.output ?? "";
+  let elided = current?.elided ?? 0;
+  if (event.elided) {
+    elided += event.elided;
+    output += `\n… ${event.elided} bytes left out …\n`;
+  }
+  output += event.hook ? prefixLines(event.text, `[${event.hook}] `) : event.text;
+  if (output.length > OUTPUT_KEEP) {
+    elided += output.length - OUTPUT_KEEP;
+    output = output.slice(output.length - OUTPUT_KEEP);
+  }
+  return upsertTool(t, serial, event.toolCallId, { output, elided: elided || undefined });
+}
+
+function prefixLines(text: string, prefix: string): string {
+  return text.replace(/^(?=.)/gm, prefix);
+}
+
+function upsertEnd(t: Transcript, serial: number, id: string, facts: TurnStartResult | TurnEndedEvent): Update {
+  const block = endBlock(id, facts);
+  const index = t.blocks.findIndex((b) => b.id === id);
+  if (index < 0) return append(t, serial, block);
+  const blocks = t.blocks.slice();
+  blocks[index] = block;
+  return { transcript: { ...t, blocks, serial, open: undefined }, changed: [id] };
+}
+
+function endBlock(id: string, result: TurnStartResult | TurnEndedEvent): Block {
   const block: Block = { kind: "end", id, reason: result.reason };
   const detail = result.error?.message ??
     (result.reason === "cancelled" && result.cancelPhase ? `while ${result.cancelPhase === "tools" ? "tools ran" : "the model was answering"}` : undefined);
@@ -287,12 +363,35 @@ function endBlock(id: string, result: TurnStartResult): Block {
   return block;
 }
 
-/** `2 model calls · 5210 tokens in, 304 out`; empty when nothing was used. */
+/**
+ * `2 model calls · 5210 tokens in (84% from cache, 310 written to it), 304 out`; the cache part
+ * only when the cache was used; empty when nothing was used.
+ */
 export function describeUsage(usage: TurnStartResult["usage"]): string {
   const calls = usage.modelCalls ?? 0;
   if (!calls) return "";
-  const input = (usage.inputTokens ?? 0) + (usage.cacheReadInputTokens ?? 0) + (usage.cacheCreationInputTokens ?? 0);
-  return `${calls} model call${calls === 1 ? "" : "s"} · ${input} tokens in, ${usage.outputTokens ?? 0} out`;
+  const read = usage.cacheReadInputTokens ?? 0;
+  const written = usage.cacheCreationInputTokens ?? 0;
+  const input = (usage.inputTokens ?? 0) + read + written;
+  const cache = [];
+  if (read) cache.push(`${percent(read, input)} from cache`);
+  if (written) cache.push(`${written} written to it`);
+  const cached = cache.length ? ` (${cache.join(", ")})` : "";
+  return `${calls} model call${calls === 1 ? "" : "s"} · ${input} tokens in${cached}, ${usage.outputTokens ?? 0} out`;
+}
+
+/** `84%`, never `0%` or `100%` for a share that is neither. */
+export function percent(part: number, whole: number): string {
+  if (whole <= 0) return "0%";
+  const share = Math.round((part / whole) * 100);
+  return `${part > 0 && share === 0 ? "<1" : part < whole && share === 100 ? ">99" : share}%`;
+}
+
+/** `Failed · exit 2`, `Failed · killed by SIGKILL`: a command's outcome in words. */
+export function describeExit(block: { exitCode?: number; signal?: string }): string | undefined {
+  if (block.signal) return `killed by ${block.signal}`;
+  if (block.exitCode !== undefined) return `exit ${block.exitCode}`;
+  return undefined;
 }
 
 export function describeContext(item: ContextItem): string {

@@ -288,7 +288,7 @@ describe("session logic against the real daemon", () => {
     assert.notEqual(next.sessionId, first);
   });
 
-  it("a session the restarted daemon does not know is opened anew and the ask goes on", async () => {
+  it("a session the restarted daemon has not loaded is loaded and continued, not replaced", async () => {
     const host = new Recorder(allow("allowOnce"));
     const relay = new Relay(daemon.connection);
     const conversation = new Conversation(relay, host);
@@ -301,8 +301,8 @@ describe("session logic against the real daemon", () => {
       const after = await deadline(conversation.ask(settings("vscode-restart"), "Again"), 20000, "the ask after the restart");
       assert.equal(after.reason, "completed");
       assert.equal(after.text, "An answer from the restarted daemon.");
-      assert.ok(conversation.sessionInfo?.sessionId);
-      assert.notEqual(conversation.sessionInfo?.sessionId, first);
+      assert.equal(conversation.sessionInfo?.sessionId, first, "the same session goes on");
+      assert.equal(conversation.sessionInfo?.turns, 1, "loaded with its earlier turn");
     } finally {
       await restarted.stop();
     }

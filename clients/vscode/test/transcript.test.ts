@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Event, TurnEventParams } from "../src/protocol.generated";
-import { EMPTY, reduce, type Action, type Transcript } from "../src/transcript";
+import { describeExit, EMPTY, OUTPUT_KEEP, percent, reduce, type Action, type Transcript } from "../src/transcript";
 
 let seq = 0;
 const event = (e: Event | Record<string, unknown>): Action =>
@@ -106,14 +106,14 @@ describe("transcript", () => {
     }]);
   });
 
-  it("reports only the changed block; usage and turnEnded change nothing", () => {
+  it("reports only the changed block; usage changes nothing, turnEnded draws the end", () => {
     const t = run([event({ kind: "textDelta", text: "a" })]);
     const update = reduce(t, event({ kind: "textDelta", text: "b" }));
     assert.deepEqual(update.changed, [t.blocks[0].id]);
     assert.deepEqual(reduce(update.transcript, event({ kind: "usage", usage: {} })).changed, []);
     const ended = reduce(update.transcript, event({ kind: "turnEnded", reason: "completed", usage: {} }));
-    assert.deepEqual(ended.changed, []);
-    assert.equal(ended.transcript.blocks.length, 1);
+    assert.deepEqual(ended.changed, ["end-t"]);
+    assert.equal(ended.transcript.blocks.length, 2);
   });
 
   it("shows retries, errors, fallbacks, compaction, summaries, the end of a turn, and kinds it does not know", () => {
@@ -138,8 +138,87 @@ describe("transcript", () => {
       ["end"],
     ]);
     assert.deepEqual(t.blocks[7], {
-      kind: "end", id: "b8", reason: "cancelled", detail: "while tools ran", usage: "2 model calls · 120 tokens in, 7 out",
+      kind: "end", id: "end-t", reason: "cancelled", detail: "while tools ran", usage: "2 model calls · 120 tokens in (17% from cache), 7 out",
     });
+  });
+
+  it("a command's live output grows under its call, and a failed command keeps its exit status", () => {
+    const live = run([
+      event({ kind: "toolCallStarted", toolCallId: "b1", tool: "Bash" }),
+      event({ kind: "toolCallInput", toolCallId: "b1", tool: "Bash", input: {}, title: "Run: make" }),
+      event({ kind: "toolOutput", toolCallId: "b1", stream: "combined", text: "step 1\n" }),
+      event({ kind: "toolOutput", toolCallId: "b1", stream: "combined", text: "step 2\n", elided: 300 }),
+      event({ kind: "toolOutput", toolCallId: "b1", stream: "stdout", text: "checked\n", hook: "PostToolUse" }),
+      event({ kind: "toolOutput", toolCallId: "", stream: "stdout", text: "a Stop hook\n", hook: "Stop" }),
+    ]);
+    assert.equal(live.blocks.length, 1);
+    const running = live.blocks[0];
+    assert.equal(running.kind === "tool" && running.state, "running");
+    assert.equal(running.kind === "tool" && running.output, "step 1\n\n… 300 bytes left out …\nstep 2\n[PostToolUse] checked\n");
+    assert.equal(running.kind === "tool" && running.elided, 300);
+    const failed = reduce(live, event({ kind: "toolCallFinished", toolCallId: "b1", tool: "Bash", status: "error", summary: "exit 2", exitCode: 2 })).transcript.blocks[0];
+    assert.equal(failed.kind === "tool" && failed.state, "error");
+    assert.equal(failed.kind === "tool" && failed.exitCode, 2);
+    assert.equal(failed.kind === "tool" && describeExit(failed), "exit 2");
+    const killed = reduce(live, event({ kind: "toolCallFinished", toolCallId: "b1", tool: "Bash", status: "error", summary: "killed by SIGKILL", signal: "SIGKILL" })).transcript.blocks[0];
+    assert.equal(killed.kind === "tool" && describeExit(killed), "killed by SIGKILL");
+  });
+
+  it("keeps only the newest output of a noisy command, counting the rest", () => {
+    const chunk = "x".repeat(40 * 1024);
+    const t = run([
+      event({ kind: "toolOutput", toolCallId: "n", stream: "combined", text: chunk }),
+      event({ kind: "toolOutput", toolCallId: "n", stream: "combined", text: chunk + "END" }),
+    ]);
+    const block = t.blocks[0];
+    assert.equal(block.kind === "tool" && block.output?.length, OUTPUT_KEEP);
+    assert.equal(block.kind === "tool" && block.output?.endsWith("END"), true);
+    assert.equal(block.kind === "tool" && block.elided, 2 * chunk.length + 3 - OUTPUT_KEEP);
+  });
+
+  it("the turn's end comes from turnEnded, and its result does not draw it twice", () => {
+    const usage = { modelCalls: 1, inputTokens: 10, cacheReadInputTokens: 80, cacheCreationInputTokens: 10, outputTokens: 5 };
+    const t = run([
+      { type: "prompt", prompt: "hi", context: [] },
+      event({ kind: "turnStarted", prompt: "hi", model: "m" }),
+      event({ kind: "turnEnded", reason: "completed", usage }),
+      { type: "result", result: { turnId: "t", reason: "completed", usage, text: "", transitions: [] } },
+    ]);
+    assert.deepEqual(t.blocks.map((b) => b.kind), ["user", "end"]);
+    assert.equal(t.blocks[1].kind === "end" && t.blocks[1].usage, "1 model call · 100 tokens in (80% from cache, 10 written to it), 5 out");
+  });
+
+  it("a replayed history brings its prompts and ends", () => {
+    const replay = (e: Record<string, unknown>, turnId: string): Action =>
+      ({ type: "event", replay: true, params: { sessionId: "s", turnId, seq: seq++, event: e } as unknown as TurnEventParams });
+    const t = run([
+      replay({ kind: "turnStarted", prompt: "first", model: "m" }, "t1"),
+      replay({ kind: "textDelta", text: "One." }, "t1"),
+      replay({ kind: "turnEnded", reason: "completed", usage: {} }, "t1"),
+      replay({ kind: "turnStarted", prompt: "second", model: "m" }, "t2"),
+      replay({ kind: "turnEnded", reason: "cancelled", usage: {}, error: { code: "interrupted", message: "Heddle stopped during this turn" } }, "t2"),
+    ]);
+    assert.deepEqual(t.blocks.map((b) => [b.kind, b.kind === "user" ? b.text : b.kind === "end" ? b.reason : ""]), [
+      ["user", "first"], ["assistant", ""], ["end", "completed"], ["user", "second"], ["end", "cancelled"],
+    ]);
+  });
+
+  it("a message queued while the answer streams does not cut the answer in two", () => {
+    const t = run([
+      event({ kind: "modelCall", index: 0, model: "m" }),
+      event({ kind: "textDelta", text: "Let me " }),
+      { type: "prompt", prompt: "and this", context: [], ifBusy: "queue" },
+      event({ kind: "textDelta", text: "think." }),
+    ]);
+    assert.deepEqual(t.blocks.map((b) => [b.kind, b.kind === "user" ? b.ifBusy : b.kind === "assistant" ? b.text : ""]), [
+      ["assistant", "Let me think."], ["user", "queue"],
+    ]);
+  });
+
+  it("shows the cache share without claiming 0% or 100% for a share that is neither", () => {
+    assert.equal(percent(1, 1000), "<1%");
+    assert.equal(percent(999, 1000), ">99%");
+    assert.equal(percent(500, 1000), "50%");
   });
 
   it("a tombstone takes back the text of the model call being redone", () => {

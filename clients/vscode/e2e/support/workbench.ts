@@ -46,9 +46,18 @@ export class Workbench {
 
   /** Run a command from the palette by its title (as the palette shows it). */
   async runCommand(title: string): Promise<void> {
-    await this.page.keyboard.press("F1");
     const input = this.quickInput.locator("input");
-    await input.waitFor();
+    // F1 pressed while a webview has focus reaches the workbench through the webview's key
+    // forwarding, which can drop it: try again, a bounded number of times.
+    for (let attempt = 1; ; attempt++) {
+      await this.page.keyboard.press("F1");
+      try {
+        await input.waitFor({ timeout: attempt < 3 ? 5000 : STEP_MS });
+        break;
+      } catch (error) {
+        if (attempt >= 3) throw error;
+      }
+    }
     await input.fill(`>${title}`);
     await this.quickInputRow(title).first().waitFor();
     await input.press("Enter");

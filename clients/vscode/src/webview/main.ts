@@ -6,26 +6,44 @@
 
 import MarkdownIt from "markdown-it";
 import type { FromWebview, ToWebview } from "../ui/panel";
-import { describeReason, EMPTY, reduce, type Block, type Transcript } from "../transcript";
+import { startsMention } from "../mentions";
+import { escapeHtml, highlight } from "./highlight";
+import { describeExit, describeReason, EMPTY, reduce, type Block, type Transcript } from "../transcript";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 
 const vscode = acquireVsCodeApi();
 // Raw HTML from the model is shown as text, never run; links stay plain.
-const markdown = new MarkdownIt({ html: false, linkify: true, breaks: false });
+// Code blocks are highlighted (escaped first, so the model's text is never markup).
+const markdown = new MarkdownIt({
+  html: false,
+  linkify: true,
+  breaks: false,
+  highlight: (code, language) => `<pre class="code"><code class="language-${escapeHtml(language || "text")}">${highlight(code, language)}</code></pre>`,
+});
 
 const root = document.getElementById("transcript") as HTMLElement;
 const state = document.getElementById("state") as HTMLElement;
 const sessionLabel = document.getElementById("session") as HTMLElement;
 const cancelButton = document.getElementById("cancel") as HTMLButtonElement;
 const newSessionButton = document.getElementById("new-session") as HTMLButtonElement;
+const sessionsButton = document.getElementById("sessions") as HTMLButtonElement;
+const modeButton = document.getElementById("mode") as HTMLButtonElement;
+const modelButton = document.getElementById("model") as HTMLButtonElement;
 const composer = document.getElementById("composer") as HTMLFormElement;
 const promptInput = document.getElementById("prompt") as HTMLTextAreaElement;
+const sendButton = document.getElementById("send") as HTMLButtonElement;
+const queueButton = document.getElementById("queue") as HTMLButtonElement;
+const steerButton = document.getElementById("steer") as HTMLButtonElement;
+const IDLE_PLACEHOLDER = promptInput.placeholder;
+const BUSY_PLACEHOLDER = "Heddle is working: Enter queues this for its next step, Ctrl+Enter steers (stops it and answers this)";
 
 let transcript: Transcript = EMPTY;
 let running = false;
 const dirty = new Set<string>();
 let frame: number | undefined;
+/** Output sections the user opened or closed: their choice outlives repaints. */
+const outputToggled = new Map<string, boolean>();
 
 window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   const message = event.data;
@@ -50,10 +68,18 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "running":
       setRunning(message.running);
       break;
+    case "mention":
+      insertMention(message.path);
+      return;
     case "session":
       sessionLabel.textContent = message.session ? `${message.session.model} · ${message.session.permissionMode}` : "";
+      modeButton.textContent = message.session ? `Mode: ${message.session.permissionMode}` : "Mode";
+      modelButton.textContent = message.session ? `Model: ${message.session.model}` : "Model";
       sessionLabel.title = message.session ? `Session ${message.session.sessionId} in ${message.session.workspace}` : "";
-      sessionLabel.dataset.sessionId = message.session?.sessionId ?? "";
+      sessionLabel.dataset.sessionId = message.session?.sessionId ?? message.pending ?? "";
+      if (!message.session && message.pending) {
+        sessionLabel.textContent = "daemon stopped · the next request continues this session";
+      }
       break;
   }
   schedule();
@@ -61,28 +87,56 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
 
 cancelButton.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
 newSessionButton.addEventListener("click", () => vscode.postMessage({ type: "newSession" }));
+sessionsButton.addEventListener("click", () => vscode.postMessage({ type: "sessions" }));
+modeButton.addEventListener("click", () => vscode.postMessage({ type: "setMode" }));
+modelButton.addEventListener("click", () => vscode.postMessage({ type: "setModel" }));
 composer.addEventListener("submit", (event) => {
   event.preventDefault();
   send();
 });
+promptInput.addEventListener("input", (event) => {
+  const typed = (event as InputEvent).data;
+  if (typed === "@" && startsMention(promptInput.value, promptInput.selectionStart)) vscode.postMessage({ type: "mention" });
+});
+
+/** Put the picked path after the `@` at the caret, and a space after it. */
+function insertMention(path: string | undefined): void {
+  promptInput.focus();
+  if (!path) return;
+  const caret = promptInput.selectionStart;
+  const text = promptInput.value;
+  const insert = `${path} `;
+  promptInput.value = text.slice(0, caret) + insert + text.slice(caret);
+  promptInput.selectionStart = promptInput.selectionEnd = caret + insert.length;
+}
+
+queueButton.addEventListener("click", () => send("queue"));
+steerButton.addEventListener("click", () => send("interrupt"));
 promptInput.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) {
     event.preventDefault();
-    send();
+    send(running && (event.ctrlKey || event.metaKey) ? "interrupt" : undefined);
   }
 });
 
-function send(): void {
+/** Send the prompt; while a turn runs it is queued unless `ifBusy` says to steer. */
+function send(ifBusy?: "queue" | "interrupt"): void {
   const prompt = promptInput.value.trim();
-  if (!prompt || running) return;
+  if (!prompt) return;
   promptInput.value = "";
-  vscode.postMessage({ type: "ask", prompt });
+  vscode.postMessage(running ? { type: "ask", prompt, ifBusy: ifBusy ?? "queue" } : { type: "ask", prompt });
 }
 
 function setRunning(value: boolean): void {
   running = value;
   document.body.dataset.running = String(value);
   cancelButton.hidden = !value;
+  modeButton.disabled = value;
+  modelButton.disabled = value;
+  sendButton.hidden = value;
+  queueButton.hidden = !value;
+  steerButton.hidden = !value;
+  promptInput.placeholder = value ? BUSY_PLACEHOLDER : IDLE_PLACEHOLDER;
   // #state is a live region: screen readers hear when a turn starts and ends, not every delta.
   state.textContent = value ? "Working…" : "Idle";
 }
@@ -120,6 +174,10 @@ function render(block: Block): HTMLElement {
     case "user": {
       node.appendChild(element("div", "text", block.text));
       if (block.context.length) node.appendChild(element("div", "context", `with ${block.context.join(", ")}`));
+      if (block.ifBusy) {
+        node.dataset.ifBusy = block.ifBusy;
+        node.appendChild(element("div", "context", block.ifBusy === "queue" ? "queued: the agent takes it in at its next step" : "steering: the running turn was stopped for this"));
+      }
       break;
     }
     case "assistant": {
@@ -138,9 +196,11 @@ function render(block: Block): HTMLElement {
     case "tool": {
       node.dataset.status = block.state;
       const header = element("div", "tool-header");
-      header.appendChild(element("span", `status status-${block.state}`, STATUS_WORDS[block.state]));
+      const exit = describeExit(block);
+      const badge = block.state === "error" && exit ? `${STATUS_WORDS.error} · ${exit}` : STATUS_WORDS[block.state];
+      header.appendChild(element("span", `status status-${block.state}`, badge));
       header.appendChild(element("span", "title", block.title));
-      if (block.summary && block.summary !== block.state) header.appendChild(element("span", "summary", block.summary));
+      if (block.summary && block.summary !== block.state && block.summary !== exit) header.appendChild(element("span", "summary", block.summary));
       node.appendChild(header);
       if (block.decision || block.note) {
         const note = block.note ? ` — “${block.note}”` : "";
@@ -160,6 +220,7 @@ function render(block: Block): HTMLElement {
         node.appendChild(list);
       }
       if (block.command) node.appendChild(element("pre", "command", `$ ${block.command}`));
+      if (block.output !== undefined) node.appendChild(renderOutput(block));
       const diff = block.diff ?? block.preview;
       if (diff) node.appendChild(renderDiff(diff));
       break;
@@ -205,6 +266,28 @@ const CHILD_MARKS: Record<string, string> = {
 };
 
 const TODO_MARKS: Record<string, string> = { pending: "☐", inProgress: "◐", completed: "☑" };
+
+/**
+ * A command's output, collapsible: open while it runs and when it failed, closed once it
+ * succeeded, unless the user chose otherwise. It follows the tail while it grows.
+ */
+function renderOutput(block: Extract<Block, { kind: "tool" }>): HTMLElement {
+  const details = element("details", "output") as HTMLDetailsElement;
+  const lines = block.output ? block.output.replace(/\n$/, "").split("\n").length : 0;
+  const running = block.state === "running" || block.state === "pending" || block.state === "asking";
+  const words = running ? `Output (${lines} line${lines === 1 ? "" : "s"} so far)` : `Output (${lines} line${lines === 1 ? "" : "s"})`;
+  const summary = element("summary", undefined, block.elided ? `${words}, ${block.elided} earlier bytes not shown` : words);
+  details.appendChild(summary);
+  const pre = element("pre", "output-text", block.output || "(none)");
+  details.appendChild(pre);
+  details.open = outputToggled.get(block.id) ?? (running || block.state === "error");
+  // A click on the summary, not `toggle`, which setting `open` above fires too.
+  summary.addEventListener("click", () => outputToggled.set(block.id, !details.open));
+  requestAnimationFrame(() => {
+    pre.scrollTop = pre.scrollHeight;
+  });
+  return details;
+}
 
 function renderDiff(diff: string): HTMLElement {
   const pre = element("pre", "diff");

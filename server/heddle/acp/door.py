@@ -106,6 +106,7 @@ async def _serve() -> int:
     agent = module.HeddleAgent(env, transport.pressure)
     if early is not None:
         agent.client_fs = hello.client_fs(early)
+        agent.use_terminal(hello.client_terminal(early))
     # unstable: session/resume is there only (session/fork and session/close are not served)
     conn = Connection(build_agent_router(agent, use_unstable_protocol=True),
                       _Inbox(transport, held, queue), listening=False)

@@ -58,3 +58,9 @@ def client_fs(params: dict[str, Any]) -> tuple[bool, bool]:
     fs = caps.get("fs") if isinstance(caps, dict) else None
     fs = fs if isinstance(fs, dict) else {}
     return fs.get("readTextFile") is True, fs.get("writeTextFile") is True
+
+
+def client_terminal(params: dict[str, Any]) -> bool:
+    """Whether an `initialize`'s params advertise `terminal`."""
+    caps = params.get("clientCapabilities") or {}
+    return isinstance(caps, dict) and caps.get("terminal") is True

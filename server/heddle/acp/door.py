@@ -32,7 +32,11 @@ SHUTDOWN_GRACE = 5.0
 
 
 def serve_stdio() -> int:
-    return asyncio.run(_serve())
+    try:
+        return asyncio.run(_serve())
+    except Exception as exc:  # one line on stderr, the traceback in the log file
+        log.error("heddle acp stopped: %s", exc, exc_info=True)
+        return 1
 
 
 def _load() -> Any:

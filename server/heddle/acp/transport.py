@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 from typing import Any
 
 import msgspec
@@ -76,6 +77,42 @@ class _Writer(asyncio.Protocol):
             self.lost.set_result(exc)
 
 
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    def read() -> None:
+        try:
+            while data := sys.stdin.buffer.read1(1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, data)
+        except (OSError, ValueError) as exc:
+            log.warning("reading stdin failed: %s", exc)
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+    threading.Thread(target=read, name="acp-stdin", daemon=True).start()
+
+
+class _FileOut:
+    """stdout that is a regular file: written at once (a file never blocks for long)."""
+
+    def __init__(self, writer: _Writer):
+        self._writer = writer
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except (OSError, ValueError) as exc:
+            log.warning("writing stdout failed: %s", exc)
+            self.close()
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._writer.connection_lost(None)
+
+
 class StdioTransport:
     """One message per line on stdin and stdout (ACP's framing)."""
 
@@ -89,12 +126,21 @@ class StdioTransport:
 
     @classmethod
     async def open(cls, pressure: Pressure | None = None) -> StdioTransport:
+        """On stdin and stdout; a regular file there (`heddle acp < requests.jsonl >
+        out.jsonl`) is read by a thread and written directly, since asyncio's pipe transports
+        take only pipes, sockets and terminals."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        out, writer = await loop.connect_write_pipe(lambda: _Writer(pressure or Pressure()),
-                                                    sys.stdout)
-        out.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        except (ValueError, OSError):
+            _feed_from_thread(loop, reader)
+        writer = _Writer(pressure or Pressure())
+        try:
+            out, _ = await loop.connect_write_pipe(lambda: writer, sys.stdout)
+            out.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        except (ValueError, OSError):
+            out = _FileOut(writer)
         return cls(reader, out, writer)
 
     def write(self, message: dict[str, Any]) -> None:

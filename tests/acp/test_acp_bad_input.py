@@ -69,3 +69,12 @@ async def test_regular_files_as_stdin_and_stdout(daemon_env, workspace, tmp_path
                  key=lambda a: str(a.get("id")))
     assert got[0]["result"]["agentInfo"]["name"] == "heddle"
     assert got[1]["error"]["code"] == -32700
+
+
+async def test_dev_null_as_stdin_is_an_immediate_end(daemon_env, workspace):
+    proc = await asyncio.create_subprocess_exec(*AGENT, env=daemon_env, cwd=workspace,
+                                                stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0 and out == b""

@@ -6,7 +6,8 @@ connection as a message object or answered: not JSON is `-32700`, JSON that is n
 notification or response is `-32600` (with the id when it had one), and a line over
 MAX_LINE is dropped as it arrives and answered `-32700`. The agent keeps serving.
 
-Writes are synchronous and in order (the turn emitters send from callbacks): each message is
+stdin is read by a thread (as on the LSP door), so any kind of file works there. Writes are
+synchronous and in order (the turn emitters send from callbacks): each message is
 encoded once with msgspec and handed to the pipe's asyncio transport. Its buffer above
 HIGH_WATER sets the shared `Pressure`, so the turn emitters hold and merge their events while
 the client does not read, exactly as on the LSP door.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -78,14 +80,23 @@ class _Writer(asyncio.Protocol):
 
 
 def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    fd = sys.stdin.fileno()
+
     def read() -> None:
+        # os.read, not sys.stdin.buffer: a thread blocked in a buffered read holds its lock,
+        # and the interpreter aborts at exit when it cannot take it
         try:
-            while data := sys.stdin.buffer.read1(1 << 16):
+            while data := os.read(fd, 1 << 16):
                 loop.call_soon_threadsafe(reader.feed_data, data)
-        except (OSError, ValueError) as exc:
-            log.warning("reading stdin failed: %s", exc)
-        finally:
             loop.call_soon_threadsafe(reader.feed_eof)
+        except RuntimeError:  # the loop is closed: the agent is exiting
+            pass
+        except OSError as exc:
+            log.warning("reading stdin failed: %s", exc)
+            try:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            except RuntimeError:
+                pass
     threading.Thread(target=read, name="acp-stdin", daemon=True).start()
 
 
@@ -126,15 +137,12 @@ class StdioTransport:
 
     @classmethod
     async def open(cls, pressure: Pressure | None = None) -> StdioTransport:
-        """On stdin and stdout; a regular file there (`heddle acp < requests.jsonl >
-        out.jsonl`) is read by a thread and written directly, since asyncio's pipe transports
-        take only pipes, sockets and terminals."""
+        """On stdin and stdout. stdin is read by a thread, whatever it is (a pipe, a regular
+        file, /dev/null, which epoll refuses); a regular file as stdout is written directly,
+        since asyncio's pipe transports take only pipes, sockets and terminals."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=MAX_LINE)
-        try:
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        except (ValueError, OSError):
-            _feed_from_thread(loop, reader)
+        _feed_from_thread(loop, reader)
         writer = _Writer(pressure or Pressure())
         try:
             out, _ = await loop.connect_write_pipe(lambda: writer, sys.stdout)

@@ -211,6 +211,17 @@ class HeddleAgent:
         mcp = await attach_mcp(session, settings, mcp_servers)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
 
+    @_errors
+    async def close_session(self, session_id: str, **_: Any) -> dict[str, Any]:
+        """Forget the live session and stop its MCP servers (its transcript stays)."""
+        session = self.sessions.get(session_id)
+        if session.turn is not None:
+            session.turn.cancel()
+            await session.turn.done.wait()
+        await self.sessions.close(session_id)
+        self.translators.pop(session_id, None)
+        return {}
+
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any
                             ) -> dict[str, Any]:
         return {"sessions": [

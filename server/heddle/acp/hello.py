@@ -35,7 +35,8 @@ def initialize_result(env: dict[str, str], transcripts: bool) -> dict[str, Any]:
             "loadSession": transcripts,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": False},
-            "sessionCapabilities": {"list": {}, "resume": {}} if transcripts else {},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}} if transcripts
+            else {"close": {}},
         },
         "agentInfo": {"name": "heddle", "title": "Heddle", "version": heddle.__version__},
         "authMethods": [] if authenticated(env) else [AUTH_METHOD],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 from contextlib import asynccontextmanager
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from acp import spawn_agent_process
-from acp.schema import (AllowedOutcome, ClientCapabilities, DeniedOutcome,
-                        FileSystemCapabilities, ReadTextFileResponse, RequestPermissionResponse,
+from acp.schema import (AllowedOutcome, ClientCapabilities, CreateTerminalResponse,
+                        DeniedOutcome, FileSystemCapabilities, KillTerminalResponse,
+                        ReadTextFileResponse, ReleaseTerminalResponse, RequestPermissionResponse,
+                        TerminalExitStatus, TerminalOutputResponse, WaitForTerminalExitResponse,
                         WriteTextFileResponse)
 
 AGENT = [sys.executable, "-I", "-m", "heddle", "acp"]
@@ -32,6 +35,7 @@ class Recorder:
         self.buffers: dict[str, str] = {}
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
+        self.terminals: dict[str, dict[str, Any]] = {}
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -63,6 +67,53 @@ class Recorder:
         self.buffers[path] = content
         return WriteTextFileResponse()
 
+    # -- a terminal that runs commands here (when `terminal` is advertised) --------------------
+    async def create_terminal(self, session_id: str, command: str, args=None, env=None,
+                              cwd=None, output_byte_limit=None, **_: Any):
+        proc = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        tid = f"term-{len(self.terminals)}"
+        out = bytearray()
+
+        async def read():
+            while chunk := await proc.stdout.read(4096):
+                out.extend(chunk)
+        self.terminals[tid] = {"proc": proc, "out": out, "reader": asyncio.ensure_future(read()),
+                               "released": False, "command": [command, *(args or [])]}
+        return CreateTerminalResponse(terminal_id=tid)
+
+    def _status(self, tid: str) -> TerminalExitStatus | None:
+        code = self.terminals[tid]["proc"].returncode
+        if code is None:
+            return None
+        return TerminalExitStatus(exit_code=code if code >= 0 else None,
+                                  signal=signal.Signals(-code).name if code < 0 else None)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **_: Any):
+        t = self.terminals[terminal_id]
+        await t["proc"].wait()
+        await t["reader"]
+        status = self._status(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **_: Any):
+        t = self.terminals[terminal_id]
+        return TerminalOutputResponse(output=t["out"].decode(errors="replace"), truncated=False,
+                                      exit_status=self._status(terminal_id))
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any):
+        proc = self.terminals[terminal_id]["proc"]
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **_: Any):
+        await self.kill_terminal(session_id, terminal_id)
+        self.terminals[terminal_id]["released"] = True
+        return ReleaseTerminalResponse()
+
     # -- what was seen -----------------------------------------------------------------------
     def kinds(self) -> list[str]:
         return [u["sessionUpdate"] for u in self.updates]
@@ -88,9 +139,11 @@ class Recorder:
         await asyncio.wait_for(poll(), timeout)
 
 
-def capabilities(read: bool = False, write: bool = False) -> ClientCapabilities:
+def capabilities(read: bool = False, write: bool = False, terminal: bool = False
+                 ) -> ClientCapabilities:
     return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=read,
-                                                        write_text_file=write))
+                                                        write_text_file=write),
+                              terminal=terminal)
 
 
 @asynccontextmanager

@@ -169,3 +169,18 @@ async def test_a_session_kept_across_agent_processes(acpx, scripted, workspace):
     assert stop_reasons(wire) == ["end_turn"]
     history = scripted.requests_for("keep")[1].body["messages"]
     assert "One." in json.dumps(history)
+
+
+async def test_bash_runs_in_acpxs_terminal(acpx, scripted, workspace):
+    scripted.add_scenario("bash", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": "echo hi-from-acpx > made.txt; echo shown"}}]},
+        {"match": {"lastUserContains": "shown"},
+         "content": [{"type": "text", "text": "Done."}]}]})
+    code, wire, err = await acpx("bash").run("--approve-all", "exec", "Run it")
+    assert code == 0, err
+    assert stop_reasons(wire) == ["end_turn"]
+    called = methods(wire)
+    assert [m for m in called if m.startswith("terminal/")][:1] == ["terminal/create"]
+    assert "terminal/release" in called
+    assert (workspace / "made.txt").read_text() == "hi-from-acpx\n"

@@ -53,3 +53,28 @@ async def test_bad_lines_are_answered_and_the_agent_keeps_serving(daemon_env, wo
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 15)
     assert proc.returncode == 0
+
+
+async def test_regular_files_as_stdin_and_stdout(daemon_env, workspace, tmp_path):
+    requests, answers = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    requests.write_bytes(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", '
+                         b'"params": {"protocolVersion": 1}}\n{bad\n')
+    with open(requests, "rb") as stdin, open(answers, "wb") as stdout:
+        proc = await asyncio.create_subprocess_exec(*AGENT, env=daemon_env, cwd=workspace,
+                                                    stdin=stdin, stdout=stdout,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+        code = await asyncio.wait_for(proc.wait(), 30)
+    assert code == 0
+    got = sorted((json.loads(line) for line in answers.read_text().splitlines()),
+                 key=lambda a: str(a.get("id")))
+    assert got[0]["result"]["agentInfo"]["name"] == "heddle"
+    assert got[1]["error"]["code"] == -32700
+
+
+async def test_dev_null_as_stdin_is_an_immediate_end(daemon_env, workspace):
+    proc = await asyncio.create_subprocess_exec(*AGENT, env=daemon_env, cwd=workspace,
+                                                stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0 and out == b""

@@ -1,7 +1,7 @@
 """ACP's `session/new.mcpServers` onto the core's MCP seam: the client's servers become the
 session's (source `client`), the answer's `_meta` says what each is; SSE is refused; a real
 stdio server (tests/e2e/mcp_server.py, on the `mcp` SDK) is called through a permission and
-stopped with the agent."""
+stopped by `session/close`."""
 
 from __future__ import annotations
 
@@ -58,6 +58,10 @@ async def test_a_clients_stdio_server_is_called_through_a_permission(
         assert "mcp__srv__echo" in srv["tools"]
         result = await asyncio.wait_for(conn.prompt(session_id=session.session_id,
                                                     prompt=[text_block("Echo")]), 30)
+        [pid] = [int(p) for p in starts.read_text().split()]
+        await asyncio.wait_for(conn.close_session(session_id=session.session_id), 15)
+        assert not Path(f"/proc/{pid}").exists()  # session/close stopped its server
+        assert proc.returncode is None
     assert result.stop_reason == "end_turn"
     [asked] = client.permissions  # asking by default, as for any tool no rule allows
     [(call_id, call)] = client.calls().items()
@@ -65,5 +69,3 @@ async def test_a_clients_stdio_server_is_called_through_a_permission(
     assert call["kind"] == "other" and call["status"] == "completed"
     sent = scripted.requests_for("mcp")[1].body["messages"][-1]["content"]
     assert [b["content"] for b in sent if b["type"] == "tool_result"] == ["echo: hi"]
-    [pid] = [int(p) for p in starts.read_text().split()]
-    assert not Path(f"/proc/{pid}").exists()  # stopped with the agent

@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
@@ -27,6 +28,7 @@ from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
 from heddle.acp import asking, hello
 from heddle.acp.files import ClientFiles
 from heddle.acp.mcp_servers import attach as attach_mcp
+from heddle.acp.terminal import ClientTerminalBash
 from heddle.acp.updates import Translator
 from heddle.context.windows import Limits, limits_for
 from heddle.core.events import TerminalReason, TurnEnded
@@ -108,11 +110,27 @@ class HeddleAgent:
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
             limits_for=lambda model: _limits(model, window), cache=cache)
+        self.builtin_bash = self.turn_deps.tools["Bash"]
         self.client_fs = (False, False)
         """(readTextFile, writeTextFile) as the client advertised them."""
         self.translators: dict[str, Translator] = {}
         self.request: Callable[[str, dict[str, Any]], Any] = _unconnected
         self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
+
+    def use_terminal(self, advertised: bool) -> None:
+        """Bash runs in the client's terminal when the client advertised `terminal`."""
+        tools = dict(self.turn_deps.tools)
+        tools["Bash"] = ClientTerminalBash(self.request_later, self._terminal_shown) \
+            if advertised else self.builtin_bash
+        self.turn_deps = replace(self.turn_deps, tools=tools)
+
+    async def request_later(self, method: str, params: dict[str, Any]) -> Any:
+        return await self.request(method, params)  # `request` is set once connected
+
+    def _terminal_shown(self, session_id: str, call_id: str, terminal_id: str) -> None:
+        translator = self.translators.get(session_id)
+        if translator is not None and call_id:
+            self.update(session_id, translator.terminal(call_id, terminal_id))
 
     def model_for(self, model: str) -> ModelCaller:
         return self.model
@@ -130,6 +148,7 @@ class HeddleAgent:
         fs = getattr(client_capabilities, "fs", None)
         self.client_fs = (bool(getattr(fs, "read_text_file", False)),
                           bool(getattr(fs, "write_text_file", False)))
+        self.use_terminal(bool(getattr(client_capabilities, "terminal", False)))
         log.info("initialize from %s (protocol %s, fs read %s write %s)",
                  getattr(client_info, "name", "an unnamed client"), protocol_version,
                  *self.client_fs)
@@ -191,6 +210,17 @@ class HeddleAgent:
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
+
+    @_errors
+    async def close_session(self, session_id: str, **_: Any) -> dict[str, Any]:
+        """Forget the live session and stop its MCP servers (its transcript stays)."""
+        session = self.sessions.get(session_id)
+        if session.turn is not None:
+            session.turn.cancel()
+            await session.turn.done.wait()
+        await self.sessions.close(session_id)
+        self.translators.pop(session_id, None)
+        return {}
 
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any
                             ) -> dict[str, Any]:

@@ -32,7 +32,11 @@ SHUTDOWN_GRACE = 5.0
 
 
 def serve_stdio() -> int:
-    return asyncio.run(_serve())
+    try:
+        return asyncio.run(_serve())
+    except Exception as exc:  # one line on stderr, the traceback in the log file
+        log.error("heddle acp stopped: %s", exc, exc_info=True)
+        return 1
 
 
 def _load() -> Any:
@@ -106,6 +110,7 @@ async def _serve() -> int:
     agent = module.HeddleAgent(env, transport.pressure)
     if early is not None:
         agent.client_fs = hello.client_fs(early)
+        agent.use_terminal(hello.client_terminal(early))
     # unstable: session/resume is there only (session/fork and session/close are not served)
     conn = Connection(build_agent_router(agent, use_unstable_protocol=True),
                       _Inbox(transport, held, queue), listening=False)

@@ -35,7 +35,8 @@ def initialize_result(env: dict[str, str], transcripts: bool) -> dict[str, Any]:
             "loadSession": transcripts,
             "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": False},
-            "sessionCapabilities": {"list": {}, "resume": {}} if transcripts else {},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}} if transcripts
+            else {"close": {}},
         },
         "agentInfo": {"name": "heddle", "title": "Heddle", "version": heddle.__version__},
         "authMethods": [] if authenticated(env) else [AUTH_METHOD],
@@ -58,3 +59,9 @@ def client_fs(params: dict[str, Any]) -> tuple[bool, bool]:
     fs = caps.get("fs") if isinstance(caps, dict) else None
     fs = fs if isinstance(fs, dict) else {}
     return fs.get("readTextFile") is True, fs.get("writeTextFile") is True
+
+
+def client_terminal(params: dict[str, Any]) -> bool:
+    """Whether an `initialize`'s params advertise `terminal`."""
+    caps = params.get("clientCapabilities") or {}
+    return isinstance(caps, dict) and caps.get("terminal") is True

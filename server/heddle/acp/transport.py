@@ -6,7 +6,8 @@ connection as a message object or answered: not JSON is `-32700`, JSON that is n
 notification or response is `-32600` (with the id when it had one), and a line over
 MAX_LINE is dropped as it arrives and answered `-32700`. The agent keeps serving.
 
-Writes are synchronous and in order (the turn emitters send from callbacks): each message is
+stdin is read by a thread (as on the LSP door), so any kind of file works there. Writes are
+synchronous and in order (the turn emitters send from callbacks): each message is
 encoded once with msgspec and handed to the pipe's asyncio transport. Its buffer above
 HIGH_WATER sets the shared `Pressure`, so the turn emitters hold and merge their events while
 the client does not read, exactly as on the LSP door.
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
+import threading
 from typing import Any
 
 import msgspec
@@ -76,6 +79,51 @@ class _Writer(asyncio.Protocol):
             self.lost.set_result(exc)
 
 
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    fd = sys.stdin.fileno()
+
+    def read() -> None:
+        # os.read, not sys.stdin.buffer: a thread blocked in a buffered read holds its lock,
+        # and the interpreter aborts at exit when it cannot take it
+        try:
+            while data := os.read(fd, 1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, data)
+            loop.call_soon_threadsafe(reader.feed_eof)
+        except RuntimeError:  # the loop is closed: the agent is exiting
+            pass
+        except OSError as exc:
+            log.warning("reading stdin failed: %s", exc)
+            try:
+                loop.call_soon_threadsafe(reader.feed_eof)
+            except RuntimeError:
+                pass
+    threading.Thread(target=read, name="acp-stdin", daemon=True).start()
+
+
+class _FileOut:
+    """stdout that is a regular file: written at once (a file never blocks for long)."""
+
+    def __init__(self, writer: _Writer):
+        self._writer = writer
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except (OSError, ValueError) as exc:
+            log.warning("writing stdout failed: %s", exc)
+            self.close()
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._writer.connection_lost(None)
+
+
 class StdioTransport:
     """One message per line on stdin and stdout (ACP's framing)."""
 
@@ -89,12 +137,18 @@ class StdioTransport:
 
     @classmethod
     async def open(cls, pressure: Pressure | None = None) -> StdioTransport:
+        """On stdin and stdout. stdin is read by a thread, whatever it is (a pipe, a regular
+        file, /dev/null, which epoll refuses); a regular file as stdout is written directly,
+        since asyncio's pipe transports take only pipes, sockets and terminals."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        out, writer = await loop.connect_write_pipe(lambda: _Writer(pressure or Pressure()),
-                                                    sys.stdout)
-        out.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        _feed_from_thread(loop, reader)
+        writer = _Writer(pressure or Pressure())
+        try:
+            out, _ = await loop.connect_write_pipe(lambda: writer, sys.stdout)
+            out.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+        except (ValueError, OSError):
+            out = _FileOut(writer)
         return cls(reader, out, writer)
 
     def write(self, message: dict[str, Any]) -> None:

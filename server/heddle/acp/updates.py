@@ -36,16 +36,19 @@ def text(t: str) -> dict[str, Any]:
 
 
 class _Call:
-    __slots__ = ("tool", "diffs", "output", "elided")
+    __slots__ = ("tool", "diffs", "output", "elided", "terminal")
 
     def __init__(self, tool: str):
         self.tool = tool
+        self.terminal: str | None = None
+        """The client terminal the command runs in (`heddle.acp.terminal`)."""
         self.diffs: list[dict[str, Any]] = []
         self.output = ""
         self.elided = 0
 
     def content(self, note: str | None = None) -> list[dict[str, Any]]:
-        items = list(self.diffs)
+        items = [{"type": "terminal", "terminalId": self.terminal}] if self.terminal else []
+        items += self.diffs
         if self.output:
             shown = (f"[… {self.elided} earlier characters not shown]\n" if self.elided
                      else "") + self.output
@@ -78,7 +81,7 @@ class Translator:
             return self(inner) if str(inner.get("kind", "")).startswith("tool") else []
         if kind == "toolCallStarted":
             call_id, tool = ev["toolCallId"], ev["tool"]
-            self.calls[call_id] = _Call(tool)
+            self.calls.setdefault(call_id, _Call(tool))
             return [{"sessionUpdate": "tool_call", "toolCallId": call_id, "title": tool,
                      "kind": kind_of(tool), "status": "pending"}]
         if kind == "toolCallInput":
@@ -98,6 +101,13 @@ class Translator:
         if kind == "turnEnded":
             return self.close()
         return []
+
+    def terminal(self, call_id: str, terminal_id: str) -> dict[str, Any]:
+        """The update that embeds a client terminal in its call."""
+        call = self.calls.setdefault(call_id, _Call("Bash"))
+        call.terminal = terminal_id
+        return {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                "content": call.content()}
 
     def close(self) -> list[dict[str, Any]]:
         """Final `failed` updates for the calls still open (the turn is over)."""

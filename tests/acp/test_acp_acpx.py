@@ -1,6 +1,6 @@
 """`heddle acp` driven by acpx (npm), an ACP client Heddle did not write, over real stdio.
 
-acpx is installed by `./dev test` (`npm ci` in tests/acp/acpx); its `--format json` output
+acpx is installed by `./dev test` (`npm install` from the lockfile in tests/acp/acpx); its `--format json` output
 is every JSON-RPC message it exchanged with the agent, which these tests read.
 """
 
@@ -35,7 +35,7 @@ def read_edit() -> dict:
 
 class Acpx:
     def __init__(self, env: dict[str, str], cwd: Path, home: Path):
-        assert ACPX.exists(), f"acpx is not installed: run ./dev test, or npm ci in {ACPX.parents[2]}"
+        assert ACPX.exists(), f"acpx is not installed: run ./dev test, or npm install --prefix {ACPX.parents[2]}"
         self.env = {**env, "HOME": str(home)}
         self.cwd = cwd
 

@@ -30,7 +30,6 @@ from heddle.acp.files import ClientFiles
 from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.terminal import ClientTerminalBash
 from heddle.acp.updates import Translator
-from heddle.context.windows import Limits, limits_for
 from heddle.core.events import TerminalReason, TurnEnded
 from heddle.core.stream import ModelCaller
 from heddle.envvars import number
@@ -42,7 +41,8 @@ from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.transport import Pressure
 from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import TurnDeps, TurnRequest, compact_session, start_turn
+from heddle.sessions.turns import (TurnDeps, TurnRequest, compact_session, start_turn,
+                                   table_limits)
 from heddle.settings import LoadedSettings, cache_from_env, load_settings
 from heddle.tools.registry import builtin_tools
 
@@ -109,7 +109,7 @@ class HeddleAgent:
             log.warning("%s", problem)
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
-            limits_for=lambda model: _limits(model, window), cache=cache)
+            limits_for=table_limits(window), cache=cache)
         self.builtin_bash = self.turn_deps.tools["Bash"]
         self.client_fs = (False, False)
         """(readTextFile, writeTextFile) as the client advertised them."""
@@ -379,10 +379,6 @@ def _iso(epoch: float) -> str:
 def _path(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
-
-def _limits(model: str, window_override: int) -> Limits:
-    limits = limits_for(model)
-    return Limits(window_override, limits.max_output) if window_override else limits
 
 
 async def _unconnected(method: str, params: dict[str, Any]) -> Any:

@@ -22,11 +22,9 @@ from pygls.lsp.server import LanguageServer
 
 import heddle
 from heddle import secret_env
-from heddle.context.windows import Limits
 from heddle.core.stream import ModelCaller
 from heddle.envvars import number
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
-from heddle.model.limits import model_limits
 from heddle.processes.reaper import REAPER
 from heddle.rpc import documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
@@ -36,7 +34,7 @@ from heddle.rpc.transport import StdioTransport
 from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
 from heddle.sessions.session import SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import TurnDeps
+from heddle.sessions.turns import TurnDeps, table_limits
 from heddle.settings import cache_from_env
 from heddle.tools.registry import builtin_tools
 
@@ -74,7 +72,7 @@ class HeddleServer(LanguageServer):
             log.warning("%s", problem)
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=self.tools, new_id=lambda: uuid.uuid4().hex,
-            limits_for=lambda model, overrides: _limits(model, overrides, window),
+            limits_for=table_limits(window),
             cache=cache)
         self._stop = asyncio.Event()
         self.exit_code = 0
@@ -211,9 +209,3 @@ class HeddleServer(LanguageServer):
                  f" ({self._signalled.name})" if self._signalled else "")
         return self.exit_code
 
-
-def _limits(model: str, overrides, window_override: int) -> Limits:
-    """The table's limits of `model` with the settings' in their place, and the window of
-    `HEDDLE_CONTEXT_WINDOW` over both."""
-    found = model_limits(model, overrides)
-    return Limits(window_override or found.context_window, found.max_output)

@@ -31,6 +31,7 @@ from heddle.loop.hooks import StopHooks
 from heddle.loop.params import LoopConfig, LoopRuntime, Outlet
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
 from heddle.model.caching import LIFETIME_SECONDS
+from heddle.model.limits import model_limits
 from heddle.loop.query import drive, query
 from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
@@ -170,6 +171,17 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def table_limits(window_override: int = 0
+                 ) -> Callable[[str, Mapping[str, ModelLimitSettings]], Limits]:
+    """A model's limits as every door gives them to `TurnDeps.limits_for`: the table's, the
+    settings' `[models]` entries in their place, and `HEDDLE_CONTEXT_WINDOW` (when set) over
+    the window of both."""
+    def limits(model: str, overrides: Mapping[str, ModelLimitSettings]) -> Limits:
+        found = model_limits(model, overrides)
+        return Limits(window_override or found.context_window, found.max_output)
+    return limits
 
 
 def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopConfig:

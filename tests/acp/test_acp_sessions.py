@@ -67,9 +67,11 @@ async def test_resume_keeps_the_conversation_without_a_replay(scripted, daemon_e
     async with agent(env, workspace) as (conn, _, _):
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("1")]), 30)
+        await conn.set_session_mode(session_id=sid, mode_id="plan")
     client = Recorder()
     async with agent(env, workspace, client) as (conn, _, _):
-        await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        resumed = await conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        assert resumed.modes.current_mode_id == "plan"  # the mode the user chose, kept
         assert "agent_message_chunk" not in client.kinds()
         result = await asyncio.wait_for(conn.prompt(session_id=sid,
                                                     prompt=[text_block("2")]), 30)

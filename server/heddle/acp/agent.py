@@ -269,6 +269,8 @@ class HeddleAgent:
             raise RequestError(-32602, f"invalid params: unknown mode {mode_id!r} (one of "
                                f"{', '.join(MODES)}) - at `$.modeId`")
         session.policy.mode = mode_id
+        if session.transcript is not None:  # a later load or resume continues in this mode
+            session.transcript.configured(mode_id, None)
         log.info("session %s: mode %s", session.id, mode_id)
         self.update(session.id, {"sessionUpdate": "current_mode_update",
                                  "currentModeId": mode_id})

@@ -278,7 +278,7 @@ def test_rules_the_user_saves_keep_a_trusted_file_trusted(env, ws):
     assert again.settings.permissions.allow == ["Bash(ls:*)", "Bash(pytest:*)"]
 
 
-def test_model_limits_merge_per_key_and_a_bad_entry_is_dropped_alone(env, ws):
+def test_model_limits_merge_per_key_and_a_bad_value_is_ignored_alone(env, ws):
     write(user_settings_path(env), """
 [models."local-"]
 context_window = 32768
@@ -297,10 +297,11 @@ context_window = 10
     models = loaded.settings.models
     assert models["local-"] == ModelLimitSettings(max_output_tokens=2048)  # project over user
     assert models["qwen"] == ModelLimitSettings(max_output_tokens=4096)
-    assert "broken" not in models and "tiny" not in models
+    # a bad value is ignored alone, with a warning: the entry keeps the table's number there
+    assert models["broken"] == models["tiny"] == ModelLimitSettings()
     text = "\n".join(loaded.warnings)
-    assert "models.broken: Expected `int | null`, got `str`" in text
-    assert "models.tiny: Expected `int` >= 1024" in text
+    assert "models.broken.context_window: Expected `int | null`, got `str`" in text
+    assert "models.tiny.context_window: Expected `int` >= 1024" in text
     assert model_limits("local-7b", models) == ModelLimits(200_000, 2048)
     assert model_limits("qwen-coder", models) == ModelLimits(200_000, 4096)
     assert model_limits("claude-opus-4-1-20250805") == ModelLimits(200_000, 32_000)

@@ -23,7 +23,7 @@ export interface CodeServer {
 export interface CodeServerOptions {
   root: string;
   vsix: string;
-  /** Written to the profile's User/settings.json. */
+  /** Written to the profile's User/settings.json and to the remote Machine/settings.json. */
   settings: Record<string, unknown>;
 }
 
@@ -31,10 +31,14 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const userDataDir = join(options.root, "user-data");
   const extensionsDir = join(options.root, "extensions");
   const xdg = join(options.root, "xdg");
-  for (const dir of [join(userDataDir, "User"), extensionsDir, xdg]) mkdirSync(dir, { recursive: true });
+  for (const dir of [join(userDataDir, "User"), join(userDataDir, "Machine"), extensionsDir, xdg]) mkdirSync(dir, { recursive: true });
   const config = join(options.root, "code-server.yaml");
   writeFileSync(config, "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
   writeFileSync(join(userDataDir, "User", "settings.json"), JSON.stringify(options.settings, null, 2));
+  // code-server's window is a remote one, where settings of scope `machine` (`heddle.server.*`)
+  // belong in the remote settings: read from the user settings alone, they were missing now and
+  // then after a window reload, and the daemon was started as a bare `heddle` (not on PATH).
+  writeFileSync(join(userDataDir, "Machine", "settings.json"), JSON.stringify(options.settings, null, 2));
   // Keep everything code-server and the editor write out of $HOME.
   const env = { ...process.env, XDG_CONFIG_HOME: join(xdg, "config"), XDG_DATA_HOME: join(xdg, "data"), XDG_STATE_HOME: join(xdg, "state"), XDG_CACHE_HOME: join(xdg, "cache") };
   const common = ["--config", config, "--user-data-dir", userDataDir, "--extensions-dir", extensionsDir];

@@ -58,6 +58,8 @@ export type Block =
       /** For a Task call: the sub-agent's name and the tool calls it made. */
       agent?: string;
       children?: ChildCall[];
+      /** The model call that made it (`turnId:index`), so a tombstone can take it back. */
+      call?: string;
     }
   | { kind: "plan"; id: string; items: TodoItem[] }
   | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
@@ -145,7 +147,7 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, rep
       return append(t, serial, block, kind);
     }
     case "toolCallStarted":
-      return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.tool, state: "pending" });
+      return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.tool, state: "pending", call: t.call });
     case "toolCallInput":
       return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.title, state: "running" });
     case "permissionAsked":
@@ -263,9 +265,12 @@ function reduceAgentEvent(t: Transcript, serial: number, event: AgentEventEvent)
   return upsertTool(t, serial, event.toolCallId, { agent: event.agent, children });
 }
 
-/** Take back what a model call showed: it is being redone. */
+/**
+ * Take back what a model call showed: it is being redone. Its tool calls go too (they all ended
+ * `cancelled` before the tombstone, and the redone call makes its own).
+ */
 function tombstone(t: Transcript, serial: number, call: string, reason: string): Update {
-  const removed = t.blocks.filter((b) => (b.kind === "assistant" || b.kind === "thinking") && b.call === call).map((b) => b.id);
+  const removed = t.blocks.filter((b) => (b.kind === "assistant" || b.kind === "thinking" || b.kind === "tool") && b.call === call).map((b) => b.id);
   const blocks = t.blocks.filter((b) => !removed.includes(b.id));
   const notice: Block = { kind: "notice", id: `b${serial}`, level: "info", text: `Retrying the last answer: ${reason}` };
   return { transcript: { ...t, blocks: [...blocks, notice], serial, open: undefined }, changed: [notice.id], removed };

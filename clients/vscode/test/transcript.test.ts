@@ -221,17 +221,20 @@ describe("transcript", () => {
     assert.equal(percent(500, 1000), "50%");
   });
 
-  it("a tombstone takes back the text of the model call being redone", () => {
+  it("a tombstone takes back the text and tool calls of the model call being redone", () => {
     const t = run([
       event({ kind: "modelCall", index: 0, model: "m" }),
       event({ kind: "textDelta", text: "kept" }),
       event({ kind: "toolCallStarted", toolCallId: "c1", tool: "Read" }),
+      event({ kind: "toolCallFinished", toolCallId: "c1", tool: "Read", status: "ok", summary: "1 line" }),
       event({ kind: "modelCall", index: 1, model: "m" }),
       event({ kind: "thinkingDelta", text: "hmm" }),
       event({ kind: "textDelta", text: "cut off mid-" }),
+      event({ kind: "toolCallStarted", toolCallId: "c2", tool: "Bash" }),
+      event({ kind: "toolCallFinished", toolCallId: "c2", tool: "Bash", status: "cancelled", summary: "discarded: the response broke off" }),
     ]);
     const update = reduce(t, event({ kind: "tombstone", index: 1, reason: "output limit raised" }));
-    assert.deepEqual(update.removed, [t.blocks[2].id, t.blocks[3].id]);
+    assert.deepEqual(update.removed, [t.blocks[2].id, t.blocks[3].id, t.blocks[4].id]);
     assert.deepEqual(update.transcript.blocks.map((b) => b.kind), ["assistant", "tool", "notice"]);
     const redone = reduce(update.transcript, event({ kind: "textDelta", text: "whole answer" })).transcript;
     assert.equal(redone.blocks.at(-1)?.kind === "assistant" && redone.blocks.at(-1)?.id !== t.blocks[3].id, true);

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import sys
@@ -184,3 +185,109 @@ async def test_bash_runs_in_acpxs_terminal(acpx, scripted, workspace):
     assert [m for m in called if m.startswith("terminal/")][:1] == ["terminal/create"]
     assert "terminal/release" in called
     assert (workspace / "made.txt").read_text() == "hi-from-acpx\n"
+
+
+def processes_naming(marker: str) -> list[int]:
+    """Pids of live processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(marker.encode() in arg for arg in argv):
+            found.append(int(entry.name))
+    return found
+
+
+async def read_until(proc: asyncio.subprocess.Process, needle: bytes, timeout: float = 30) -> bytes:
+    seen = b""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while needle not in seen:
+        line = await asyncio.wait_for(proc.stdout.readline(), max(0.1, end - loop.time()))
+        assert line, f"acpx ended before {needle!r}: {seen[-2000:]!r}"
+        seen += line
+    return seen
+
+
+async def test_interrupt_cancels_mid_tool_and_closes_every_call(acpx, scripted, workspace):
+    marker = f"acpx-mid-tool-{workspace.parent.name}"
+    scripted.add_scenario("slowtool", {"steps": [
+        {"content": [{"type": "text", "text": "Running it."},
+                     {"type": "tool_use", "name": "Bash",
+                      "input": {"command": f"echo started; sleep 30 # {marker}"}}]},
+        {"content": [{"type": "text", "text": "never reached"}]}]})
+    # --no-terminal: Heddle runs the command itself, so it is Heddle that must stop it
+    proc = await acpx("slowtool").start("--approve-all", "--no-terminal", "exec", "Run it")
+    try:
+        seen = await read_until(proc, b"started")
+        proc.send_signal(signal.SIGINT)  # acpx sends session/cancel
+        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    wire = messages(seen + rest)
+    assert "session/cancel" in methods(wire)
+    assert stop_reasons(wire) == ["cancelled"]
+    calls = [u["toolCallId"] for u in updates(wire) if u["sessionUpdate"] == "tool_call"]
+    final = {u["toolCallId"]: u["status"] for u in updates(wire)
+             if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")}
+    assert calls and set(final) == set(calls), (calls, final)
+    assert processes_naming(marker) == [], "the cancelled command still runs"
+
+
+async def test_plan_mode_set_by_acpx_refuses_the_edit(acpx, scripted, workspace):
+    scripted.add_scenario("edit", read_edit())
+    before = (workspace / "app.py").read_text()
+    client = acpx("edit")
+    code, _, err = await client.run("--ttl", "0.5", "sessions", "new")
+    assert code == 0, err
+    code, wire, err = await client.run("--ttl", "0.5", "set-mode", "plan")
+    assert code == 0, (err, wire)
+    code, wire, err = await client.run("--ttl", "0.5", "--approve-all", "prompt", "Use an f-string")
+    assert code == 0, err
+    assert stop_reasons(wire) == ["end_turn"]
+    assert (workspace / "app.py").read_text() == before, "plan mode wrote the file"
+    assert "fs/write_text_file" not in methods(wire)
+    # the read ran, the edit was refused without asking: plan mode is read-only
+    assert "session/request_permission" not in methods(wire)
+    edit = [u for u in updates(wire) if u["sessionUpdate"] == "tool_call_update"
+            and u.get("rawOutput", {}).get("status")]
+    assert [u["rawOutput"]["status"] for u in edit] == ["ok", "rejected"]
+
+
+async def test_a_killed_agents_session_is_loaded_by_the_next_prompt(acpx, scripted, workspace):
+    marker = f"acpx-killed-{workspace.parent.name}"
+    scripted.add_scenario("kill", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": f"echo started; sleep 30 # {marker}"}}]},
+        {"match": {"lastUserContains": "again"},
+         "content": [{"type": "text", "text": "Back."}]}]})
+    client = acpx("kill")
+    code, _, err = await client.run("--ttl", "5", "sessions", "new")
+    assert code == 0, err
+    proc = await client.start("--ttl", "5", "--approve-all", "--no-terminal", "prompt", "Run it")
+    try:
+        await read_until(proc, b"started")
+        agents = [pid for pid in processes_naming("heddle") if pid in processes_naming("acp")
+                  and Path(f"/proc/{pid}/cwd").resolve() == workspace.resolve()]
+        assert agents, "no agent process found"
+        for pid in agents:
+            os.kill(pid, signal.SIGKILL)  # the agent dies mid-tool, with no chance to clean up
+        await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    code, wire, err = await client.run("--ttl", "0.5", "--approve-all", "prompt", "again")
+    assert code == 0, err
+    assert {"session/resume", "session/load"} & set(methods(wire)), methods(wire)
+    assert stop_reasons(wire) == ["end_turn"]
+    # the model hears of the killed call: its result says it did not finish
+    history = json.dumps(scripted.requests_for("kill")[-1].body["messages"])
+    assert marker in history and "tool_result" in history

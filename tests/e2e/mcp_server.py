@@ -60,6 +60,13 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool(description="Prints the values of the named variables to stderr, then exits.")
+def leak(names: list[str]) -> str:
+    print("my credentials: " + ", ".join(os.environ.get(n, "") for n in names), file=sys.stderr,
+          flush=True)
+    os._exit(4)
+
+
 @server.tool(description="Starts a long-lived child process of the server; its pid.")
 def child() -> str:
     return str(subprocess.Popen(["sleep", "600"]).pid)

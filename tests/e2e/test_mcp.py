@@ -337,3 +337,30 @@ async def test_a_killed_daemon_leaves_no_server_behind(daemons, scripted, worksp
     await daemon.kill()  # SIGKILL: no clean-up of its own; the reaper kills the group
 
     assert await all_dead([pid, child], within=10)
+
+
+async def test_a_servers_secrets_in_its_stderr_are_masked(
+        daemon_env, daemon_command, scripted, workspace, user_file, starts):
+    env = dict(daemon_env, GITHUB_TOKEN="ghp-passed-through", PLAIN_VAR="plain-and-visible")
+    write_settings(user_file, '[permissions]\nallow = ["mcp__*"]\n' + server_toml(
+        "srv", starts, 'pass_env = ["GITHUB_TOKEN"]\n', env=f', SRV_SECRET = "{SECRET}"'))
+    names = ["SRV_SECRET", "GITHUB_TOKEN", "PLAIN_VAR"]
+    scripted.add_scenario("leak", {"steps": [
+        {"content": [tool("mcp__srv__leak", names=names)]}, DONE]})
+    client = await lsp.start(env, daemon_command)
+    try:
+        opened = await new_session(client, workspace, "leak")
+        result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    finally:
+        await lsp.stop(client)
+    assert result["reason"] == "completed"
+    (leak,) = results(scripted, "leak", 1)
+    # the server's last words reach the model, its secrets do not
+    assert leak["is_error"] and "exited with code 4" in leak["content"]
+    assert "my credentials: [secret], [secret], plain-and-visible" in leak["content"]
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "my credentials: [secret], [secret], plain-and-visible" in log
+    transcripts = "".join(p.read_text() for p in
+                          Path(daemon_env["XDG_STATE_HOME"]).rglob("*.jsonl"))
+    for secret in (SECRET, "ghp-passed-through"):
+        assert secret not in log + transcripts + json.dumps(leak)

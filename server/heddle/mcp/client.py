@@ -6,7 +6,8 @@ of a process group of its own, registered with the reaper, in the tool environme
 of Heddle's unless `pass_env` names them) with the server's own `env` over it, and stopped by
 killing its whole group. Its stdout is read here, a line per message (a line is bounded); its
 stderr goes to the daemon's log, a line at a time, at debug level, its tail kept for the error
-a dying server leaves.
+a dying server leaves — with the values of its `env` and of secret-looking variables masked,
+since a server may well print its own token.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from heddle.mcp.config import McpServerConfig
 from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, RemoteTool
 from heddle.processes.environment import tool_env
 from heddle.processes.groups import open_group, reap
+from heddle.secret_env import is_secret
 
 log = logging.getLogger(__name__)
 logging.getLogger("mcp").setLevel(logging.INFO)  # its debug lines are every message in full
@@ -221,12 +223,31 @@ def _base64(data: str) -> bool:
         return False
 
 
+MASKED = "[secret]"
+MASK_MIN = 4
+"""Shorter values are not masked: `1` or `on` would blank out every digit and word."""
+
+
+def _masker(config: McpServerConfig, env: dict[str, str]):
+    """A function that hides the secrets a stdio server holds in a line it wrote."""
+    values = set(config.env.values())  # (the variables `pass_env` lets through look secret)
+    values |= {value for name, value in env.items() if is_secret(name)}
+    secrets = sorted((v for v in values if len(v) >= MASK_MIN), key=len, reverse=True)
+
+    def mask(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, MASKED)
+        return text
+    return mask
+
+
 # --- transports: (read stream, write stream, `lost()` → why the server is gone) -------------
 
 @asynccontextmanager
 async def _stdio(config: McpServerConfig, workspace: Path):
     assert config.command is not None
     env = {**tool_env(pass_env=config.pass_env), **config.env}
+    mask = _masker(config, env)
     cwd = workspace / config.cwd if config.cwd else workspace
     process = await open_group([config.command, *config.args], env, cwd=cwd,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -261,7 +282,7 @@ async def _stdio(config: McpServerConfig, workspace: Path):
     async def errors() -> None:
         assert process.stderr is not None
         async for line in _lines(process.stderr):
-            text = line.decode(errors="replace").rstrip()
+            text = mask(line.decode(errors="replace").rstrip())
             tail.append(text[:500])
             log.debug("MCP server %s: %s", config.name, text[:500])
 

@@ -268,41 +268,58 @@ async def test_servers_stop_with_their_session_and_with_the_daemon(
     assert await all_dead([second])
 
 
-@pytest.fixture
-def http_server(tmp_path):
-    """The test server over streamable HTTP on a free loopback port; its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = (tmp_path / "http-server.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
+class HttpServer:
+    """The test server over streamable HTTP on a loopback port, which may be stopped and
+    started again on the same port."""
+
+    def __init__(self, tmp_path: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = tmp_path / "http-server.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        with self.log_path.open("a") as log:
+            self.proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http",
+                                          str(self.port)], stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
             except OSError:
-                assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
+                assert self.proc.poll() is None, self.log_path.read_text()
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        raise AssertionError(f"the HTTP server did not listen within 30 s: {self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    server = HttpServer(tmp_path)
+    try:
+        server.start()
+        yield server
     finally:
-        proc.kill()
-        proc.wait(10)
-        log.close()
+        server.stop()
 
 
 async def test_a_streamable_http_server_gets_its_headers(
         client, scripted, workspace, user_file, http_server, daemon_env):
-    url, proc = http_server
     write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
-                   f'[mcp.servers.web]\nurl = "{url}"\n'
+                   f'[mcp.servers.web]\nurl = "{http_server.url}"\n'
                    f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
     scripted.add_scenario("web", {"steps": [
         {"content": [tool("mcp__web__header", key="Authorization"),
                      tool("mcp__web__echo", text="over http")]}, DONE,
-        {"content": [tool("mcp__web__echo", text="?")]}, DONE]})
+        {"content": [tool("mcp__web__echo", text="?")]}, DONE,
+        {"content": [tool("mcp__web__echo", text="back again")]}, DONE]})
     opened = await new_session(client, workspace, "web")
     (web,) = opened["mcpServers"]
     assert (web["transport"], web["state"]) == ("http", "ready")
@@ -313,12 +330,17 @@ async def test_a_streamable_http_server_gets_its_headers(
     assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
     assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
 
-    proc.kill()  # the server goes away: a call is an error result, the session goes on
-    proc.wait(10)
+    http_server.stop()  # the server goes away: a call is an error result, the session goes on
     again = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     assert again["reason"] == "completed"
     (gone,) = results(scripted, "web")
     assert gone["is_error"] and "The MCP server web" in gone["content"]
+
+    http_server.start()  # back on the same URL: the next call connects again
+    back = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert back["reason"] == "completed"
+    (echo,) = results(scripted, "web")
+    assert echo == {**echo, "content": "echo: back again", "is_error": False}
 
 
 async def test_a_killed_daemon_leaves_no_server_behind(daemons, scripted, workspace,

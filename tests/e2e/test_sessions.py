@@ -347,3 +347,19 @@ async def test_configure_changes_mode_and_model_for_the_next_turn_and_survives_a
     assert (await d2.call("session/configure", {"sessionId": sid}))["permissionMode"] == \
         "bypassPermissions"
     assert len(scripted.requests_for("cfg-a")) == 3
+
+
+async def test_an_empty_prompt_or_a_nul_workspace_is_a_clear_error(daemons, scripted, workspace):
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "any"}))["sessionId"]
+    for prompt in ("", "  \n\t"):  # the model would refuse an empty message with a 400
+        with pytest.raises(RpcError) as err:
+            await d.call("turn/start", {"sessionId": sid, "prompt": prompt})
+        assert err.value.code == -32602 and "empty" in str(err.value)
+    with pytest.raises(RpcError) as err:
+        await d.call("session/list", {"workspace": "/tmp/\u0000"})
+    assert err.value.code == -32012 and "NUL" in str(err.value)
+    assert scripted.requests_for("any") == []
+    (listed,) = (await d.call("session/list", {"workspace": str(workspace)}))["sessions"]
+    assert (listed["sessionId"], listed["turns"]) == (sid, 0)
+    await d.stop()

@@ -86,8 +86,12 @@ def _errors(method: Callable) -> Callable:
                 raise RequestError(-32002, str(exc), {"kind": exc.kind}) from None
             if exc.kind == "workspace":
                 raise RequestError(-32602, f"invalid params: {exc} - at `$.cwd`") from None
-            raise RequestError(-32000 if exc.kind != "busy" else -32001, str(exc),
-                               {"kind": exc.kind}) from None
+            if exc.kind == "prompt":
+                raise RequestError(-32602, f"invalid params: {exc} - at `$.prompt`") from None
+            if exc.kind == "busy":  # ACP has one prompt at a time per session
+                raise RequestError(-32001, f"{exc}: wait for its answer, or send session/cancel "
+                                   "first", {"kind": exc.kind}) from None
+            raise RequestError(-32000, str(exc), {"kind": exc.kind}) from None
     return wrapper
 
 
@@ -222,6 +226,7 @@ class HeddleAgent:
         self.translators.pop(session_id, None)
         return {}
 
+    @_errors
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_: Any
                             ) -> dict[str, Any]:
         return {"sessions": [

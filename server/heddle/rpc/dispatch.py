@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
                   "workspace": ErrorCode.INVALID_WORKSPACE,
                   "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
-                  "compact": ErrorCode.COMPACTION_FAILED}
+                  "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS}
+_HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue"}
 
 
 def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):
@@ -43,7 +44,7 @@ def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):
         try:
             result = await fn(typed)
         except SessionError as exc:
-            raise RpcError(_SESSION_CODES[exc.kind], str(exc)) from None
+            raise RpcError(_SESSION_CODES[exc.kind], f"{exc}{_HINTS.get(exc.kind, '')}") from None
         except (JsonRpcException, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:

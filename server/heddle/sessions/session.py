@@ -158,6 +158,8 @@ class SessionRegistry:
     def list(self, workspace: str | None = None) -> list[SessionInfo]:
         """Every session with a transcript (newest first), optionally of one workspace."""
         found: list[SessionInfo] = []
+        if workspace is not None and "\0" in workspace:
+            raise SessionError("workspace", f"workspace {workspace!r} is no path: it holds a NUL")
         paths = sorted(self.directory.glob("*.jsonl")) if self.directory and self.directory.is_dir() else []
         for path in paths:
             try:

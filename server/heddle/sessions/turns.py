@@ -78,10 +78,12 @@ async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
                      request_id: object = None) -> tuple[str, Terminal]:
     """Run (or queue) a prompt; returns the id of the turn that answered it and its Terminal."""
     text = user_prompt(request.prompt, request.context)
+    if not text.strip():  # the model would answer 400 for an empty message
+        raise SessionError("prompt", "the prompt is empty: it needs some text")
     if session.turn is not None:
         if request.if_busy == "reject":
             raise SessionError("busy", f"session {session.id} is already running turn "
-                               f"{session.turn.id}; cancel it, or send ifBusy interrupt or queue")
+                               f"{session.turn.id}")  # each door says how to go on
         if request.if_busy == "interrupt":
             while session.turn is not None:
                 running = session.turn

@@ -40,7 +40,9 @@ POINTS = {
         [{"content": [{"type": "text", "text": "Reading first."}, READ,
                       {"type": "text", "text": "Now the notes. " * 20}, WRITE], **SLOW}],
         "default", lambda d, ws: read_done_write_streaming(d)),
-    "tool-running": ([{"content": [{"type": "text", "text": "Two calls."}, READ,
+    "tool-running": ([{"content": [{"type": "text", "text": "Three calls."}, READ,
+                                   {"type": "tool_use", "name": "Bash",
+                                    "input": {"command": "exit 3"}},
                                    {"type": "tool_use", "name": "Bash",
                                     "input": {"command": SLEEPER}}]}],
                      "bypassPermissions", lambda d, ws: file_appears(ws / "sleeper.pid")),
@@ -116,10 +118,10 @@ async def test_kill_load_restart_load(point, daemons, scripted, workspace, daemo
     assert messages2[:len(messages)] == messages and len(messages2) == len(messages) + 2
 
     turn = turns_of(replay)[shown[0]["turnId"]]
-    CHECKS.get(point, lambda *_: None)(turn, messages, loaded.get("warnings", []))
+    CHECKS.get(point, lambda *_: None)(turn, messages, loaded.get("warnings", []), records)
 
 
-def _read_kept(turn, messages, warnings):
+def _read_kept(turn, messages, warnings, records):
     """The Read finished while the answer streamed: its result stays, nothing counts it cut."""
     results = [b for b in messages[2]["content"] if b["type"] == "tool_result"]
     assert len(results) == 1 and "return 'Hello, ' + name" in results[0]["content"]
@@ -129,19 +131,27 @@ def _read_kept(turn, messages, warnings):
     assert [e["kind"] for e in write] == ["toolCallStarted", "toolCallFinished"]
 
 
-def _one_running(turn, messages, warnings):
-    """Read finished, Bash was running: one call was interrupted, the Read's result is kept."""
+def _one_running(turn, messages, warnings, records):
+    """Read and a Bash finished, a Bash was running: one call was interrupted, the finished
+    ones keep their results; the one that ran says how its command ended, on disk too (a load
+    repairs its toolCallFinished from there when the editor was behind)."""
     assert "1 tool call was running when Heddle stopped; it was marked as interrupted" in warnings
     results = {b["tool_use_id"]: b for b in messages[2]["content"] if b["type"] == "tool_result"}
-    calls = {b["name"]: b["id"] for b in messages[1]["content"] if b["type"] == "tool_use"}
-    assert "return 'Hello, ' + name" in results[calls["Read"]]["content"]
-    assert results[calls["Bash"]]["is_error"] and "interrupted" in results[calls["Bash"]]["content"]
-    bash = [e["event"] for e in turn if e["event"].get("toolCallId") == calls["Bash"]]
-    assert bash[-1]["kind"] == "toolCallFinished" and bash[-1]["status"] == "cancelled"
+    read, exits, sleeps = [b["id"] for b in messages[1]["content"] if b["type"] == "tool_use"]
+    assert "return 'Hello, ' + name" in results[read]["content"]
+    assert "Exit code 3" in results[exits]["content"]
+    assert results[sleeps]["is_error"] and "interrupted" in results[sleeps]["content"]
+    bash = [e["event"] for e in turn if e["event"].get("toolCallId") == sleeps]
+    assert bash[-1] == {"kind": "toolCallFinished", "toolCallId": sleeps, "tool": "Bash",
+                        "status": "cancelled", "summary": "interrupted: Heddle stopped"}
+    kept = [r for r in records if r["type"] == "toolResult"
+            and r["result"]["tool_use_id"] == exits]
+    assert [(r["status"], r.get("exitCode"), r.get("signal")) for r in kept] == [
+        ("error", 3, None)]
     assert turn[-1]["event"]["cancelPhase"] == "tools"
 
 
-def _permission_closed(turn, messages, warnings):
+def _permission_closed(turn, messages, warnings, records):
     answered = [e["event"] for e in turn if e["event"]["kind"] == "permissionAnswered"]
     assert [a["decision"] for a in answered] == ["reject"]
 

@@ -7,9 +7,10 @@ crash loses nothing that was already shown:
     {"type": "turn", "turnId", "prompt", "at"}             a turn started
     {"type": "message", "turnId", "message", "call"}       conversation content became final
                                                            (`call`: the model call it followed)
-    {"type": "toolResult", "turnId", "result", "status", "summary", "diff"}
-                                                           a tool call finished (its batch's
-                                                           results become a message later)
+    {"type": "toolResult", "turnId", "result", "status", "summary", "diff", "exitCode"?,
+     "signal"?}                                            a tool call finished (its batch's
+                                                           results become a message later;
+                                                           how its command ended, if it ran one)
     {"type": "event", "turnId", "event"}                   an event as the editor was sent it
     {"type": "compacted", "turnId", "messages"}            the history was replaced by a summary
     {"type": "rules", "rules": [{"kind", "rule"}]}         the session's own permission rules,
@@ -118,9 +119,15 @@ class TranscriptWriter:
         self._write(record)
 
     def tool_result(self, turn_id: str, result: ToolResultBlock, status: str, summary: str,
-                    diff: str | None) -> None:
-        self._write({"type": "toolResult", "turnId": turn_id, "result": result,
-                     "status": status, "summary": summary, "diff": diff})
+                    diff: str | None, exit_code: int | None = None,
+                    signal: str | None = None) -> None:
+        record: dict[str, Any] = {"type": "toolResult", "turnId": turn_id, "result": result,
+                                  "status": status, "summary": summary, "diff": diff}
+        if exit_code is not None:
+            record["exitCode"] = exit_code
+        if signal is not None:
+            record["signal"] = signal
+        self._write(record)
 
     def event(self, turn_id: str, event: Any) -> None:
         self._write({"type": "event", "turnId": turn_id, "event": event})
@@ -192,6 +199,17 @@ class Loaded:
     """The latest `session/configure` changes; None: the header's."""
 
 
+class _Finished(msgspec.Struct, frozen=True):
+    """A call that finished, as its `toolResult` record says: what its toolCallFinished says."""
+
+    result: ToolResultBlock
+    status: str
+    summary: str
+    diff: str | None = None
+    exit_code: int | None = msgspec.field(default=None, name="exitCode")
+    signal: str | None = None
+
+
 @dataclass
 class _OpenTurn:
     """What a turn without an `end` has shown so far, to close it."""
@@ -205,8 +223,8 @@ class _OpenTurn:
     break_text: bool = False
     final: set[int] = field(default_factory=set)
     """Model calls whose assistant message became final."""
-    results: dict[str, tuple[ToolResultBlock, str, str, str | None]] = field(default_factory=dict)
-    """(result, status, summary, diff) of the calls that finished, by id."""
+    results: dict[str, _Finished] = field(default_factory=dict)
+    """The calls that finished, by id."""
     calls: dict[tuple[str | None, str], tuple[str | None, str]] = field(default_factory=dict)
     """Started calls without a toolCallFinished: (Task call or None, id) -> (agent, tool)."""
     asked: dict[tuple[str | None, str], str | None] = field(default_factory=dict)
@@ -256,9 +274,8 @@ class _Reader:
             self.out.session_rules = [(r["kind"], r["rule"]) for r in record.get("rules", ())]
         elif kind == "toolResult":
             if self.open is not None:
-                result = msgspec.convert(record["result"], ToolResultBlock)
-                self.open.results[result.tool_use_id] = (
-                    result, str(record["status"]), str(record["summary"]), record.get("diff"))
+                done = msgspec.convert(record, _Finished)
+                self.open.results[done.result.tool_use_id] = done
         elif kind == "message":
             if self.open is not None:
                 role = record["message"]["role"]
@@ -335,7 +352,7 @@ class _Reader:
             kept = o.results.get(use.id)
             if kept is None:
                 cut += 1
-            results.append(kept[0] if kept else
+            results.append(kept.result if kept else
                            ToolResultBlock(use.id, INTERRUPTED_RESULT, True))
         if cut:
             warn(f"{cut} tool call{'s were' if cut > 1 else ' was'} running when Heddle "
@@ -348,9 +365,15 @@ class _Reader:
                 tool_call_id=call_id, decision="reject", reason=UNANSWERED_REASON)))
         for (task, call_id), (agent, tool) in o.calls.items():
             kept = o.results.get(call_id) if task is None else None
-            status, summary, diff = kept[1:] if kept else ("cancelled", INTERRUPTED_SUMMARY, None)
-            events.append(_under(task, agent, wev.ToolCallFinishedEvent(
-                tool_call_id=call_id, tool=tool, status=status, summary=summary, diff=diff)))
+            if kept is not None:  # it finished: said as it would have been
+                finished = wev.ToolCallFinishedEvent(
+                    tool_call_id=call_id, tool=tool, status=kept.status, summary=kept.summary,
+                    diff=kept.diff, exit_code=kept.exit_code, signal=kept.signal)
+            else:  # how it ended is unknown (the reaper killed what was left): no exit status
+                finished = wev.ToolCallFinishedEvent(tool_call_id=call_id, tool=tool,
+                                                     status="cancelled",
+                                                     summary=INTERRUPTED_SUMMARY)
+            events.append(_under(task, agent, finished))
         events.append(wev.TurnEndedEvent(reason="cancelled", usage=o.usage, cancel_phase=phase,
                                          error=STOPPED))
         records += [{"type": "event", "turnId": tid, "event": msgspec.to_builtins(e)}

@@ -291,7 +291,8 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
         elif isinstance(ev, MessageFinal):
             transcript.message(turn_id, ev.message, call)
         elif isinstance(ev, ToolCallFinished) and ev.result is not None:
-            transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff)
+            transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff,
+                                   ev.exit_code, ev.signal)
         elif isinstance(ev, Compaction) and ev.layer not in LIGHT_LAYERS:
             # snip and microcompact are redone from the full history whenever it is loaded, so
             # only summaries (which cannot be redone) replace the history on disk

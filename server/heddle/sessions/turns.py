@@ -144,7 +144,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                   session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
-                                 new_id=deps.new_id, stop_hooks=stop_hooks_of(session, emit))
+                                 stop_hooks=stop_hooks_of(session, emit))
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
                 toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)

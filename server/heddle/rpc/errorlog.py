@@ -1,8 +1,9 @@
-"""The log of requests that failed in pygls before a handler ran (an unknown method, params
-that do not fit): a client can send them as fast as it likes, so their lines are bounded.
+"""The log of requests answered with an error (pygls reports each: an unknown method, params
+that do not fit, a session that does not exist): a client can send them as fast as it likes,
+so their lines are bounded.
 
-Each failure is still answered (pygls sends the JSON-RPC error before it reports it); only the
-log is thinned: the first `BURST` lines of each `INTERVAL` are written as they come, the rest
+Each is still answered (pygls sends the JSON-RPC error before it reports it); only the log is
+thinned: the first `BURST` lines of each `INTERVAL` are written as they come, the rest
 are counted and the count written once the interval has passed.
 """
 

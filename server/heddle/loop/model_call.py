@@ -4,7 +4,9 @@ response that broke off is dropped and streamed again, and an overloaded model f
 A response that broke off after some of it was shown (the model caller's `Restart`) is
 dropped whole: its tool calls end `cancelled` (a read-only one that had started is stopped, and
 one that had finished is reported again, since the model never sees its result), its output
-is tombstoned, and the new response is a model call of its own index.
+is tombstoned, and the new response is a model call of its own index. Its tokens still count
+in the turn's usage, as do those of a call that failed for good: they are billed too (the model
+caller adds them to its `StreamEnd`, or to its `ModelError`).
 
 `call_model` yields the call's events and last `Onward` with the state after the call and the
 `Call`, which the rest of the iteration reads. A cancel while streaming is not an error here:
@@ -36,6 +38,7 @@ BROKE_OFF = "the model's response broke off and is being written again"
 async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]:
     state = now.state
     model, messages, index = state.model, state.messages, state.calls
+    failed = Usage()  # what the requests of failed calls reported (a fallback's first model)
     while True:
         batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
         response = Response()
@@ -63,6 +66,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         except anyio.get_cancelled_exc_class():
             call = Call("aborted", response, batch)
         except ModelError as err:
+            failed += err.usage  # billed although the call failed
             fallback = q.config.fallback_model
             if err.info.code == "overloaded" and fallback and model != fallback:
                 for ev in batch.discard("the model was switched", running=True, finished=True):
@@ -74,7 +78,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
             call = Call("failed", response, batch, err.info)
         else:
             call = Call("ok", response, batch)
-        yield Onward(called(state, model, messages, index, response.usage), call)
+        yield Onward(called(state, model, messages, index, response.usage + failed), call)
         return
 
 

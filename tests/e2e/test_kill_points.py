@@ -59,14 +59,14 @@ POINTS = {
 }
 
 
-async def crash(daemons, scripted, workspace, name: str, steps: list, mode: str, trigger
-                ) -> tuple[str, list[dict]]:
+async def crash(daemons, scripted, workspace, name: str, steps: list, mode: str, trigger,
+                **options) -> tuple[str, list[dict]]:
     """Start a turn, SIGKILL the daemon at `trigger`; the session id and the events it sent."""
     scripted.add_scenario(name, {"steps": steps + [DONE, DONE]})
     d = await daemons()
     d.answer = asyncio.get_running_loop().create_future()  # a permission is never answered
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": name,
-                                        "permissionMode": mode}))["sessionId"]
+                                        "permissionMode": mode, **options}))["sessionId"]
     turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "go"}))
     await trigger(d, workspace)
     await d.kill()
@@ -187,3 +187,29 @@ async def test_kill_load_kill_load(daemons, scripted, workspace):
     assert messages[1]["content"][0]["text"].startswith(shown_text(shown))
     assert messages[3]["content"][0]["text"].startswith(shown_text(second_turn))
     assert shown_text(second_turn)
+
+
+async def test_a_reply_cut_off_after_thinking_keeps_its_signed_thinking(daemons, scripted,
+                                                                       workspace):
+    """The model thought, called Read, thought again and was writing when Heddle stopped: the
+    repaired reply keeps each signed thinking block where it came, so the assistant turn that
+    has a tool_use starts with its thinking, as the Messages API wants with thinking on."""
+    first = {"type": "thinking", "thinking": "The greeting is in app.py.", "signature": "sig-1"}
+    second = {"type": "thinking", "thinking": "Now say what it does.", "signature": "sig-2"}
+    steps = [{"content": [first, READ, second, {"type": "text", "text": "It greets. " * 60}],
+              **SLOW}]
+
+    async def read_done_text_streaming(d: Daemon, ws) -> None:
+        await d.wait_for("toolCallFinished")
+        await after(d, "textDelta")
+
+    sid, shown = await crash(daemons, scripted, workspace, "thinks", steps, "default",
+                             read_done_text_streaming, thinkingBudget=2048)
+    d = await daemons()
+    _, _, messages = await load_and_continue(d, scripted, "thinks", sid, "continue")
+    await d.stop()
+    reply = messages[1]["content"]
+    assert [b["type"] for b in reply] == ["thinking", "tool_use", "thinking", "text"]
+    assert reply[0] == first and reply[2] == second
+    assert reply[3]["text"].startswith("It greets.") and shown_text(shown).startswith("It greets.")
+    assert scripted.requests_for("thinks")[-1].body["thinking"]["type"] == "enabled"

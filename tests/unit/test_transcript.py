@@ -142,3 +142,23 @@ def test_a_command_that_finished_before_its_event_was_sent_keeps_its_exit_status
     results = {b.tool_use_id: b for b in loaded.messages[2].content
                if isinstance(b, ToolResultBlock)}
     assert results["toolu_1"].content == "Exit code 3" and results["toolu_2"].is_error
+
+
+def test_thinking_that_nothing_shown_follows_is_left_out_of_a_cut_off_reply(tmp_path):
+    """The editor was behind: the thinking records are ahead of the events. A thinking block
+    comes back only before something that was shown, never last (no reply may end in one)."""
+    think = {"type": "thinking", "thinking": "plan", "signature": "s1"}
+    later = {"type": "thinking", "thinking": "after the Read", "signature": "s2"}
+    path = write(tmp_path, [
+        {"type": "turn", "turnId": "t", "prompt": "go", "at": 2.0},
+        message("t", "user", [text("go")]),
+        event("t", kind="turnStarted", prompt="go", model="m"),
+        event("t", kind="modelCall", index=0, model="m"),
+        {"type": "thinking", "turnId": "t", "call": 0, "afterTools": 0, "block": think},
+        {"type": "thinking", "turnId": "t", "call": 0, "afterTools": 1, "block": later},
+        event("t", kind="thinkingDelta", text="plan"),
+        event("t", kind="textDelta", text="Let me look."),
+    ])
+    loaded = read(path)
+    assert [type(b).__name__ for b in loaded.messages[1].content] == ["ThinkingBlock", "TextBlock"]
+    assert loaded.messages[1].content[0].signature == "s1"

@@ -23,8 +23,9 @@ import anyio
 
 from heddle.context.pipeline import server_clearing
 from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retry, TextDelta,
-                                ThinkingDelta, Tombstone, ToolCallInput, ToolCallStarted, Usage)
-from heddle.core.messages import Message, ToolUseBlock, strip_thinking
+                                ThinkingDelta, ThinkingDone, Tombstone, ToolCallInput,
+                                ToolCallStarted, Usage)
+from heddle.core.messages import THINKING_TYPES, Message, ToolUseBlock, strip_thinking
 from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
                                 StreamEnd, TextChunk, ThinkingChunk)
 from heddle.loop.deps import ToolBatch
@@ -118,6 +119,9 @@ def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent
             title = batch.title(ev.block)
             batch.add(ev.block, ev.input_error)
             return [ToolCallInput(ev.block.id, ev.block.name, ev.block.input, title)]
+        if isinstance(ev.block, THINKING_TYPES):
+            tools = sum(isinstance(b, ToolUseBlock) for b in response.blocks)
+            return [ThinkingDone(ev.block, tools)]
         return []
     if isinstance(ev, StreamEnd):
         response.stop_reason = ev.stop_reason

@@ -18,7 +18,8 @@ import anyio
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
-                                TerminalReason, ToolCallFinished, ToolOutputChunk, Usage)
+                                TerminalReason, ThinkingDone, ToolCallFinished, ToolOutputChunk,
+                                Usage)
 from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
@@ -279,9 +280,10 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
                turn_id: str) -> Callable[[CoreEvent], None]:
     """Write conversation content to the transcript as it becomes final, then pass events on.
 
-    A message names the model call it followed, and a tool result is written as its call
-    finishes: a load after a crash can then tell what of the shown output is already in the
-    conversation, and keep a finished call's result although its batch never completed."""
+    A message names the model call it followed, a tool result is written as its call
+    finishes, and a thinking block as it completes: a load after a crash can then tell what of
+    the shown output is already in the conversation, keep a finished call's result although
+    its batch never completed, and keep a cut-off reply's signed thinking."""
     call: int | None = None
 
     def record(ev: CoreEvent) -> None:
@@ -290,6 +292,8 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
             call = ev.index
         elif isinstance(ev, MessageFinal):
             transcript.message(turn_id, ev.message, call)
+        elif isinstance(ev, ThinkingDone):
+            transcript.thinking(turn_id, ev.block, call, ev.after_tools)
         elif isinstance(ev, ToolCallFinished) and ev.result is not None:
             transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff,
                                    ev.exit_code, ev.signal)

@@ -31,10 +31,11 @@ User messages are appended with the conversation's merge rule (a user message af
 message joins it), so replaying the lines rebuilds exactly the conversation the model saw.
 
 A turn without an `end` was cut off by a crash. Loading closes it (`Loaded.repairs`: the reply
-as far as it was shown, with its signed thinking blocks, a result for every tool call, a `toolCallFinished` for every started
-call, a `turnEnded`, an `end`) and the loader appends those records, so every later load reads
-the same history. Transcripts written before `call`, `toolResult` and `rules` existed still
-load: a turn left open in the middle of one is closed the same way where the next turn starts.
+as far as it was shown, with its signed thinking blocks, a result for every tool call, a
+`toolCallFinished` for every started call, a `turnEnded`, an `end`) and the loader appends
+those records, so every later load reads the same history. Transcripts written before `call`,
+`toolResult` and `rules` existed still load: a turn left open in the middle of one is closed
+the same way where the next turn starts.
 """
 
 from __future__ import annotations

@@ -273,3 +273,17 @@ async def test_a_failure_inside_the_daemon_is_one_line_without_a_traceback(raw, 
     assert "\n" not in error["message"] and "Traceback" not in error["message"]
     assert not error.get("data")
     assert "result" in await raw.request(4, "session/list", {})
+
+
+async def test_a_flood_of_unknown_methods_is_answered_each_and_logged_a_few(raw, daemon_env):
+    await raw.initialize()
+    for n in range(300):
+        raw.send({"jsonrpc": "2.0", "id": 100 + n, "method": f"nope/{n}" + "x" * 1000,
+                  "params": {}})
+    replies = [await raw.read() for _ in range(300)]
+    assert sorted(r["id"] for r in replies) == list(range(100, 400))
+    assert {r["error"]["code"] for r in replies} == {-32601}
+    assert "result" in await raw.request(9, "session/list", {})  # and it keeps serving
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    logged = [line for line in log.splitlines() if "Method Not Found" in line]
+    assert 1 <= len(logged) <= 5 and all(len(line) < 400 for line in logged)

@@ -40,7 +40,9 @@ POINTS = {
         [{"content": [{"type": "text", "text": "Reading first."}, READ,
                       {"type": "text", "text": "Now the notes. " * 20}, WRITE], **SLOW}],
         "default", lambda d, ws: read_done_write_streaming(d)),
-    "tool-running": ([{"content": [{"type": "text", "text": "Two calls."}, READ,
+    "tool-running": ([{"content": [{"type": "text", "text": "Three calls."}, READ,
+                                   {"type": "tool_use", "name": "Bash",
+                                    "input": {"command": "exit 3"}},
                                    {"type": "tool_use", "name": "Bash",
                                     "input": {"command": SLEEPER}}]}],
                      "bypassPermissions", lambda d, ws: file_appears(ws / "sleeper.pid")),
@@ -57,14 +59,14 @@ POINTS = {
 }
 
 
-async def crash(daemons, scripted, workspace, name: str, steps: list, mode: str, trigger
-                ) -> tuple[str, list[dict]]:
+async def crash(daemons, scripted, workspace, name: str, steps: list, mode: str, trigger,
+                **options) -> tuple[str, list[dict]]:
     """Start a turn, SIGKILL the daemon at `trigger`; the session id and the events it sent."""
     scripted.add_scenario(name, {"steps": steps + [DONE, DONE]})
     d = await daemons()
     d.answer = asyncio.get_running_loop().create_future()  # a permission is never answered
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": name,
-                                        "permissionMode": mode}))["sessionId"]
+                                        "permissionMode": mode, **options}))["sessionId"]
     turn = asyncio.ensure_future(d.conn.request("turn/start", {"sessionId": sid, "prompt": "go"}))
     await trigger(d, workspace)
     await d.kill()
@@ -116,10 +118,10 @@ async def test_kill_load_restart_load(point, daemons, scripted, workspace, daemo
     assert messages2[:len(messages)] == messages and len(messages2) == len(messages) + 2
 
     turn = turns_of(replay)[shown[0]["turnId"]]
-    CHECKS.get(point, lambda *_: None)(turn, messages, loaded.get("warnings", []))
+    CHECKS.get(point, lambda *_: None)(turn, messages, loaded.get("warnings", []), records)
 
 
-def _read_kept(turn, messages, warnings):
+def _read_kept(turn, messages, warnings, records):
     """The Read finished while the answer streamed: its result stays, nothing counts it cut."""
     results = [b for b in messages[2]["content"] if b["type"] == "tool_result"]
     assert len(results) == 1 and "return 'Hello, ' + name" in results[0]["content"]
@@ -129,19 +131,27 @@ def _read_kept(turn, messages, warnings):
     assert [e["kind"] for e in write] == ["toolCallStarted", "toolCallFinished"]
 
 
-def _one_running(turn, messages, warnings):
-    """Read finished, Bash was running: one call was interrupted, the Read's result is kept."""
+def _one_running(turn, messages, warnings, records):
+    """Read and a Bash finished, a Bash was running: one call was interrupted, the finished
+    ones keep their results; the one that ran says how its command ended, on disk too (a load
+    repairs its toolCallFinished from there when the editor was behind)."""
     assert "1 tool call was running when Heddle stopped; it was marked as interrupted" in warnings
     results = {b["tool_use_id"]: b for b in messages[2]["content"] if b["type"] == "tool_result"}
-    calls = {b["name"]: b["id"] for b in messages[1]["content"] if b["type"] == "tool_use"}
-    assert "return 'Hello, ' + name" in results[calls["Read"]]["content"]
-    assert results[calls["Bash"]]["is_error"] and "interrupted" in results[calls["Bash"]]["content"]
-    bash = [e["event"] for e in turn if e["event"].get("toolCallId") == calls["Bash"]]
-    assert bash[-1]["kind"] == "toolCallFinished" and bash[-1]["status"] == "cancelled"
+    read, exits, sleeps = [b["id"] for b in messages[1]["content"] if b["type"] == "tool_use"]
+    assert "return 'Hello, ' + name" in results[read]["content"]
+    assert "Exit code 3" in results[exits]["content"]
+    assert results[sleeps]["is_error"] and "interrupted" in results[sleeps]["content"]
+    bash = [e["event"] for e in turn if e["event"].get("toolCallId") == sleeps]
+    assert bash[-1] == {"kind": "toolCallFinished", "toolCallId": sleeps, "tool": "Bash",
+                        "status": "cancelled", "summary": "interrupted: Heddle stopped"}
+    kept = [r for r in records if r["type"] == "toolResult"
+            and r["result"]["tool_use_id"] == exits]
+    assert [(r["status"], r.get("exitCode"), r.get("signal")) for r in kept] == [
+        ("error", 3, None)]
     assert turn[-1]["event"]["cancelPhase"] == "tools"
 
 
-def _permission_closed(turn, messages, warnings):
+def _permission_closed(turn, messages, warnings, records):
     answered = [e["event"] for e in turn if e["event"]["kind"] == "permissionAnswered"]
     assert [a["decision"] for a in answered] == ["reject"]
 
@@ -177,3 +187,29 @@ async def test_kill_load_kill_load(daemons, scripted, workspace):
     assert messages[1]["content"][0]["text"].startswith(shown_text(shown))
     assert messages[3]["content"][0]["text"].startswith(shown_text(second_turn))
     assert shown_text(second_turn)
+
+
+async def test_a_reply_cut_off_after_thinking_keeps_its_signed_thinking(daemons, scripted,
+                                                                       workspace):
+    """The model thought, called Read, thought again and was writing when Heddle stopped: the
+    repaired reply keeps each signed thinking block where it came, so the assistant turn that
+    has a tool_use starts with its thinking, as the Messages API wants with thinking on."""
+    first = {"type": "thinking", "thinking": "The greeting is in app.py.", "signature": "sig-1"}
+    second = {"type": "thinking", "thinking": "Now say what it does.", "signature": "sig-2"}
+    steps = [{"content": [first, READ, second, {"type": "text", "text": "It greets. " * 60}],
+              **SLOW}]
+
+    async def read_done_text_streaming(d: Daemon, ws) -> None:
+        await d.wait_for("toolCallFinished")
+        await after(d, "textDelta")
+
+    sid, shown = await crash(daemons, scripted, workspace, "thinks", steps, "default",
+                             read_done_text_streaming, thinkingBudget=2048)
+    d = await daemons()
+    _, _, messages = await load_and_continue(d, scripted, "thinks", sid, "continue")
+    await d.stop()
+    reply = messages[1]["content"]
+    assert [b["type"] for b in reply] == ["thinking", "tool_use", "thinking", "text"]
+    assert reply[0] == first and reply[2] == second
+    assert reply[3]["text"].startswith("It greets.") and shown_text(shown).startswith("It greets.")
+    assert scripted.requests_for("thinks")[-1].body["thinking"]["type"] == "enabled"

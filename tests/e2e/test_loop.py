@@ -242,7 +242,9 @@ async def test_queued_prompt_of_a_cancelled_turn_runs_on_its_own(client, scripte
     first = asyncio.ensure_future(turn(client, sid, prompt="first"))
     await client.wait_for_event("textDelta")
     second = asyncio.ensure_future(turn(client, sid, prompt="queued", ifBusy="queue"))
-    await asyncio.sleep(0.1)  # let the queued request reach the daemon before the cancel
+    # the daemon takes requests in the order they arrive: once one sent after the queued
+    # prompt is answered, the prompt waits in the session's queue, so the cancel finds it there
+    await client.call("session/list", {"workspace": str(workspace)}, timeout=10)
     client.protocol.notify("turn/cancel", {"sessionId": sid})
     first, second = await asyncio.wait_for(asyncio.gather(first, second), 15)
     assert first["reason"] == "cancelled" and second["reason"] == "completed"

@@ -5,6 +5,7 @@ model agree on every tool call's fate."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 import pytest
@@ -119,6 +120,12 @@ async def test_retries_are_bounded_and_the_last_failure_ends_the_turn(client, sc
     assert (result["reason"], result["error"]["code"]) == ("modelError", "serverError")
     assert result["error"]["retryable"] is True
     assert len(scripted.requests_for("s")) == 5  # maxAttempts, not one more
+    billed = sum(r.cache.usage()["cache_creation_input_tokens"] + r.cache.usage()[
+        "cache_read_input_tokens"] + r.cache.usage()["input_tokens"]
+                 for r in scripted.requests_for("s"))
+    u = result["usage"]  # each broke off after its message_start: the call failed, still billed
+    assert u.get("inputTokens", 0) + u.get("cacheReadInputTokens", 0) + u.get(
+        "cacheCreationInputTokens", 0) == billed > 0
     retries = client.turn_events("retry")
     assert [(r["attempt"], r["maxAttempts"]) for r in retries] == [(2, 5), (3, 5), (4, 5),
                                                                    (5, 5)]
@@ -245,3 +252,36 @@ async def test_a_discarded_call_waiting_for_permission_gets_its_answer_first(
     (answered,) = c.turn_events("permissionAnswered")
     assert answered["reason"].startswith("the call was discarded: ")
     assert_editor_and_model_agree(c, scripted.requests_for("s"))
+
+
+def output_tokens(content: list[dict]) -> int:
+    """What the scripted server reports a response's output as: ceil(characters / 4)."""
+    chars = sum(len(b["text"]) if b["type"] == "text" else
+                len(json.dumps(b["input"], separators=(",", ":"))) for b in content)
+    return -(-chars // 4)
+
+
+async def test_the_tokens_of_responses_that_broke_off_count_in_the_usage(client, scripted,
+                                                                         workspace):
+    """A broken response is billed for what it reported: the input its message_start gave (it
+    broke off mid-body), and its output too when message_delta came (it ended without
+    message_stop). The turn's usage counts every request."""
+    scripted.add_scenario("s", {"steps": [
+        {"content": BROKEN, "chunk": 4, "fault": {"drop": True, "afterEvents": 21}},
+        {"content": BROKEN, "chunk": 4, "fault": {"endEarly": True, "afterEvents": 99}},
+        RETRIED, DONE]})
+    sid = await new_session(client, workspace, "s")
+    result = await turn(client, sid)
+    assert result["reason"] == "completed"
+    requests = scripted.requests_for("s")
+    assert len(requests) == 4 and all(r.cache is not None for r in requests)
+    usage = result["usage"]
+    for field, key in (("inputTokens", "input_tokens"),
+                       ("cacheReadInputTokens", "cache_read_input_tokens"),
+                       ("cacheCreationInputTokens", "cache_creation_input_tokens")):
+        assert usage.get(field, 0) == sum(r.cache.usage()[key] for r in requests), field
+    assert usage["outputTokens"] == (output_tokens(BROKEN) + output_tokens(RETRIED["content"])
+                                     + output_tokens(DONE["content"]))
+    assert usage["modelCalls"] == 4
+    last = client.turn_events("usage")[-1]["usage"]
+    assert last == usage  # the meter says the same

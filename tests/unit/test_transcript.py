@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from heddle.sessions.transcript import INTERRUPTED_TEXT, read
+from heddle.core.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from heddle.sessions.transcript import INTERRUPTED_TEXT, Header, TranscriptWriter, read
 
 HEADER = {"type": "header", "version": 1, "session_id": "a" * 32, "workspace": "/w",
           "model": "m", "created_at": 1.0}
@@ -110,3 +111,54 @@ def test_damaged_records_are_skipped_and_the_rest_still_loads(tmp_path):
     assert loaded.messages[2].content[0].tool_use_id == "toolu_9"
     assert [e["kind"] for _, e in loaded.events[-3:]] == ["toolCallFinished", "agent",
                                                           "turnEnded"]
+
+
+def test_a_command_that_finished_before_its_event_was_sent_keeps_its_exit_status(tmp_path):
+    """The editor was behind: Bash's result was written, its toolCallFinished was not yet sent.
+    The repaired toolCallFinished says how the command ended, as the live one would have;
+    the call that was still running gets no exit status (how it ended is unknown)."""
+    path = tmp_path / "t.jsonl"
+    w = TranscriptWriter(path, Header(1, "a" * 32, "/w", "m", 1.0))
+    w.turn("t", "go")
+    w.message("t", Message("user", (TextBlock("go"),)))
+    w.event("t", {"kind": "turnStarted", "prompt": "go", "model": "m"})
+    w.event("t", {"kind": "modelCall", "index": 0, "model": "m"})
+    uses = (ToolUseBlock("toolu_1", "Bash", {"command": "exit 3"}),
+            ToolUseBlock("toolu_2", "Bash", {"command": "sleep 30"}))
+    w.message("t", Message("assistant", uses), call=0)
+    for use in uses:
+        w.event("t", {"kind": "toolCallStarted", "toolCallId": use.id, "tool": "Bash"})
+    w.tool_result("t", ToolResultBlock("toolu_1", "Exit code 3"), "error", "exit 3", None,
+                  exit_code=3)
+    w.close()
+    loaded = read(path)
+    finished = {e["toolCallId"]: e for _, e in loaded.events if e["kind"] == "toolCallFinished"}
+    assert finished["toolu_1"] == {"kind": "toolCallFinished", "toolCallId": "toolu_1",
+                                   "tool": "Bash", "status": "error", "summary": "exit 3",
+                                   "exitCode": 3}
+    assert finished["toolu_2"] == {"kind": "toolCallFinished", "toolCallId": "toolu_2",
+                                   "tool": "Bash", "status": "cancelled",
+                                   "summary": "interrupted: Heddle stopped"}
+    results = {b.tool_use_id: b for b in loaded.messages[2].content
+               if isinstance(b, ToolResultBlock)}
+    assert results["toolu_1"].content == "Exit code 3" and results["toolu_2"].is_error
+
+
+def test_thinking_that_nothing_shown_follows_is_left_out_of_a_cut_off_reply(tmp_path):
+    """The editor was behind: the thinking records are ahead of the events. A thinking block
+    comes back only before something that was shown, never last (no reply may end in one)."""
+    think = {"type": "thinking", "thinking": "plan", "signature": "s1"}
+    later = {"type": "thinking", "thinking": "after the Read", "signature": "s2"}
+    path = write(tmp_path, [
+        {"type": "turn", "turnId": "t", "prompt": "go", "at": 2.0},
+        message("t", "user", [text("go")]),
+        event("t", kind="turnStarted", prompt="go", model="m"),
+        event("t", kind="modelCall", index=0, model="m"),
+        {"type": "thinking", "turnId": "t", "call": 0, "afterTools": 0, "block": think},
+        {"type": "thinking", "turnId": "t", "call": 0, "afterTools": 1, "block": later},
+        event("t", kind="thinkingDelta", text="plan"),
+        event("t", kind="textDelta", text="Let me look."),
+    ])
+    loaded = read(path)
+    assert [type(b).__name__ for b in loaded.messages[1].content] == ["ThinkingBlock", "TextBlock"]
+    assert loaded.messages[1].content[0].signature == "s1"

@@ -11,7 +11,7 @@ from typing import Any, Literal, Union
 import msgspec
 
 from heddle.core.hunks import Hunk, HunkDecision
-from heddle.core.messages import Message, ToolResultBlock
+from heddle.core.messages import Message, RedactedThinkingBlock, ThinkingBlock, ToolResultBlock
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
@@ -202,6 +202,15 @@ class MessageFinal(msgspec.Struct, frozen=True):
     message: Message
 
 
+class ThinkingDone(msgspec.Struct, frozen=True):
+    """A thinking block of the response streaming now is complete, with its signature (for
+    transcripts: a load after a crash keeps it in a reply cut off later); not sent to clients."""
+
+    block: ThinkingBlock | RedactedThinkingBlock
+    after_tools: int
+    """How many tool calls of this response came before it."""
+
+
 class AgentEvent(msgspec.Struct, frozen=True):
     """An event of a sub-agent, shown under the Task call that started it."""
 
@@ -249,5 +258,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
-    TodoUpdate, AgentEvent, ToolOutputChunk,
+    TodoUpdate, AgentEvent, ToolOutputChunk, ThinkingDone,
 ]

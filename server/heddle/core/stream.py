@@ -70,16 +70,19 @@ StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Restart, 
 
 
 class ModelError(Exception):
-    """A model call failed for good (after retries). `partial` holds the blocks completed."""
+    """A model call failed for good (after retries). `partial` holds the blocks completed;
+    `usage` the tokens its requests reported (billed although the call failed)."""
 
-    def __init__(self, info: ErrorInfo, partial: tuple[Block, ...] = ()):
+    def __init__(self, info: ErrorInfo, partial: tuple[Block, ...] = (), usage: Usage = Usage()):
         super().__init__(info.message)
         self.info = info
         self.partial = partial
+        self.usage = usage
 
 
 class ModelCaller(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream one model response. Raises ModelError; ends with exactly one StreamEnd; after
-        a `Restart`, what came before it is to be forgotten."""
+        """Stream one model response. Raises ModelError; ends with exactly one StreamEnd, whose
+        usage counts every request the call made (those that broke off too); after a
+        `Restart`, what came before it is to be forgotten."""
         ...

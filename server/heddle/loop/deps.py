@@ -1,5 +1,5 @@
 """The loop's seams, passed in and never chosen inside it: the model caller, the tool runner, the
-permission decider, the compactor, the microcompactor, the id generator and the stop hooks.
+permission decider, the compactor, the microcompactor and the stop hooks.
 
 `heddle.sessions.turns` chooses the concrete ones for a turn (the Anthropic model, a `Toolbox`
 of the built-in tools, the session's `PermissionPolicy`, ...); tests choose their own.
@@ -7,9 +7,8 @@ of the built-in tools, the session's `PermissionPolicy`, ...); tests choose thei
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
 
 import anyio.abc
 
@@ -93,10 +92,6 @@ class ToolRunner(Protocol):
         ...
 
 
-def _new_id() -> str:
-    return uuid.uuid4().hex
-
-
 @dataclass(frozen=True)
 class LoopDeps:
     model: ModelCaller
@@ -106,6 +101,5 @@ class LoopDeps:
     """None: no model compaction."""
     microcompactor: Microcompactor | None = None
     """None: `heddle.context.pipeline.microcompact`."""
-    new_id: Callable[[], str] = field(default=_new_id)
     stop_hooks: StopHooks | None = None
     """None: no stop hooks."""

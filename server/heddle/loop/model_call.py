@@ -4,7 +4,9 @@ response that broke off is dropped and streamed again, and an overloaded model f
 A response that broke off after some of it was shown (the model caller's `Restart`) is
 dropped whole: its tool calls end `cancelled` (a read-only one that had started is stopped, and
 one that had finished is reported again, since the model never sees its result), its output
-is tombstoned, and the new response is a model call of its own index.
+is tombstoned, and the new response is a model call of its own index. Its tokens still count
+in the turn's usage, as do those of a call that failed for good: they are billed too (the model
+caller adds them to its `StreamEnd`, or to its `ModelError`).
 
 `call_model` yields the call's events and last `Onward` with the state after the call and the
 `Call`, which the rest of the iteration reads. A cancel while streaming is not an error here:
@@ -21,8 +23,9 @@ import anyio
 
 from heddle.context.pipeline import server_clearing
 from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retry, TextDelta,
-                                ThinkingDelta, Tombstone, ToolCallInput, ToolCallStarted, Usage)
-from heddle.core.messages import Message, ToolUseBlock, strip_thinking
+                                ThinkingDelta, ThinkingDone, Tombstone, ToolCallInput,
+                                ToolCallStarted, Usage)
+from heddle.core.messages import THINKING_TYPES, Message, ToolUseBlock, strip_thinking
 from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
                                 StreamEnd, TextChunk, ThinkingChunk)
 from heddle.loop.deps import ToolBatch
@@ -36,6 +39,7 @@ BROKE_OFF = "the model's response broke off and is being written again"
 async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]:
     state = now.state
     model, messages, index = state.model, state.messages, state.calls
+    failed = Usage()  # what the requests of failed calls reported (a fallback's first model)
     while True:
         batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
         response = Response()
@@ -63,6 +67,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         except anyio.get_cancelled_exc_class():
             call = Call("aborted", response, batch)
         except ModelError as err:
+            failed += err.usage  # billed although the call failed
             fallback = q.config.fallback_model
             if err.info.code == "overloaded" and fallback and model != fallback:
                 for ev in batch.discard("the model was switched", running=True, finished=True):
@@ -74,7 +79,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
             call = Call("failed", response, batch, err.info)
         else:
             call = Call("ok", response, batch)
-        yield Onward(called(state, model, messages, index, response.usage), call)
+        yield Onward(called(state, model, messages, index, response.usage + failed), call)
         return
 
 
@@ -114,6 +119,9 @@ def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent
             title = batch.title(ev.block)
             batch.add(ev.block, ev.input_error)
             return [ToolCallInput(ev.block.id, ev.block.name, ev.block.input, title)]
+        if isinstance(ev.block, THINKING_TYPES):
+            tools = sum(isinstance(b, ToolUseBlock) for b in response.blocks)
+            return [ThinkingDone(ev.block, tools)]
         return []
     if isinstance(ev, StreamEnd):
         response.stop_reason = ev.stop_reason

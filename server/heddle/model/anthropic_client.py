@@ -22,9 +22,9 @@ from typing import Any, AsyncIterator
 import anyio
 import msgspec
 
-from heddle.core.events import ErrorInfo, Retry
+from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, ToolUseBlock
-from heddle.core.stream import ModelError, ModelRequest, Restart, StreamEvent
+from heddle.core.stream import ModelError, ModelRequest, Restart, StreamEnd, StreamEvent
 from heddle.envvars import number
 from heddle.model import caching
 from heddle.model.errors import classify
@@ -134,14 +134,18 @@ class AnthropicModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         client = await self.client()
         attempt = 0
+        spent = Usage()  # what the attempts that failed reported: billed too, so counted
         while True:
             committed = False
             done: list[Block] = []
+            assembler = Assembler(done)
             try:
                 async with aclosing(self._one_attempt(client, request, attempt + 1,
-                                                      done)) as events:
+                                                      assembler)) as events:
                     async for event in events:
                         committed = True
+                        if isinstance(event, StreamEnd):
+                            event = msgspec.structs.replace(event, usage=event.usage + spent)
                         yield event
                 return
             except anyio.get_cancelled_exc_class():
@@ -149,6 +153,7 @@ class AnthropicModel:
             except ModelError:
                 raise
             except Exception as exc:  # every failure of the call is classified here
+                spent += assembler.usage()
                 info = classify(exc)
                 log.warning("model call failed (attempt %d): %s", attempt + 1, info.message)
                 retry_after = parse_retry_after(getattr(getattr(exc, "response", None),
@@ -157,7 +162,7 @@ class AnthropicModel:
                 if info.retryable:
                     delay = self.policy.delay(attempt + 1, retry_after, self.rand)
                 if delay is None:
-                    raise ModelError(info, tuple(done)) from exc
+                    raise ModelError(info, tuple(done), spent) from exc
                 attempt += 1
                 if committed:
                     yield Restart(info)
@@ -166,7 +171,7 @@ class AnthropicModel:
                 await anyio.sleep(delay)
 
     async def _one_attempt(self, client, request: ModelRequest, calls: int,
-                           done: list[Block]) -> AsyncIterator[StreamEvent]:
+                           assembler: Assembler) -> AsyncIterator[StreamEvent]:
         import anthropic
         import httpx2
 
@@ -177,7 +182,6 @@ class AnthropicModel:
                                      content=request_body(request), stream=True,
                                      options={"headers": request_headers(request)})
         decoder = SSEDecoder()
-        assembler = Assembler(done)
         try:
             async with BodyReader(_body_chunks(response)) as reader:
                 while (data := await reader.take()) is not None:

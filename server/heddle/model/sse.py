@@ -304,6 +304,11 @@ class Assembler:
         """The response's StreamEnd; StreamIncomplete when it never said `message_stop`."""
         if not self._saw_stop:
             raise StreamIncomplete("no message_stop")
+        return StreamEnd(self._stop_reason, self.usage(model_calls), self._cleared)
+
+    def usage(self, model_calls: int = 0) -> Usage:
+        """The tokens the response reported so far (all of them, once it ended; a response
+        that broke off is billed for what its `message_start` and `message_delta` said)."""
         start, end = self._usage_in or _Usage(), self._usage_end or _Usage()
 
         def latest(field: str) -> int:
@@ -313,13 +318,13 @@ class Assembler:
             return (value if value is not None else getattr(start, field)) or 0
 
         creation = end.creation()
-        return StreamEnd(self._stop_reason, Usage(
+        return Usage(
             input_tokens=latest("input_tokens"),
-            output_tokens=end.output_tokens or 0,
+            output_tokens=latest("output_tokens"),
             cache_read_input_tokens=latest("cache_read_input_tokens"),
             cache_creation_input_tokens=(creation if creation is not None
                                          else start.creation()) or 0,
-            model_calls=model_calls), self._cleared)
+            model_calls=model_calls)
 
 
 def _chunk(index: int, thinking: bool, parts: list[str]) -> TextChunk | ThinkingChunk:

@@ -28,6 +28,7 @@ from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.processes.reaper import REAPER
 from heddle.rpc import documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
+from heddle.rpc.errorlog import REQUEST_ERRORS
 from heddle.rpc.protocol import HeddleProtocol
 from heddle.rpc.pygls_adapter import converter
 from heddle.rpc.transport import StdioTransport
@@ -138,7 +139,7 @@ class HeddleServer(LanguageServer):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
-        log.info("%s: %s", getattr(source, "__name__", source), error)
+        REQUEST_ERRORS.report(getattr(source, "__name__", str(source)), error)
 
     def request_stop(self, code: int) -> None:
         self.exit_code = code

@@ -46,7 +46,7 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
                          limits_for=config.limits_for)
         seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
                                              toolbox.permission_lock),
-                         deps.permissions, compactor=deps.compactor, new_id=deps.new_id)
+                         deps.permissions, compactor=deps.compactor)
         async with anyio.create_task_group() as tg:
             terminal = await drive(query((user_text(prompt),), sub, seams,
                                          LoopRuntime(tg, emit=forward)), forward)

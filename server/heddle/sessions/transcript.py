@@ -7,9 +7,15 @@ crash loses nothing that was already shown:
     {"type": "turn", "turnId", "prompt", "at"}             a turn started
     {"type": "message", "turnId", "message", "call"}       conversation content became final
                                                            (`call`: the model call it followed)
-    {"type": "toolResult", "turnId", "result", "status", "summary", "diff"}
-                                                           a tool call finished (its batch's
-                                                           results become a message later)
+    {"type": "toolResult", "turnId", "result", "status", "summary", "diff", "exitCode"?,
+     "signal"?}                                            a tool call finished (its batch's
+                                                           results become a message later;
+                                                           how its command ended, if it ran one)
+    {"type": "thinking", "turnId", "block", "call", "afterTools"}
+                                                           a thinking block of model call
+                                                           `call` completed, after that many
+                                                           of its tool calls (its message may
+                                                           never become final)
     {"type": "event", "turnId", "event"}                   an event as the editor was sent it
     {"type": "compacted", "turnId", "messages"}            the history was replaced by a summary
     {"type": "rules", "rules": [{"kind", "rule"}]}         the session's own permission rules,
@@ -25,10 +31,11 @@ User messages are appended with the conversation's merge rule (a user message af
 message joins it), so replaying the lines rebuilds exactly the conversation the model saw.
 
 A turn without an `end` was cut off by a crash. Loading closes it (`Loaded.repairs`: the reply
-as far as it was shown, a result for every tool call, a `toolCallFinished` for every started
-call, a `turnEnded`, an `end`) and the loader appends those records, so every later load reads
-the same history. Transcripts written before `call`, `toolResult` and `rules` existed still
-load: a turn left open in the middle of one is closed the same way where the next turn starts.
+as far as it was shown, with its signed thinking blocks, a result for every tool call, a
+`toolCallFinished` for every started call, a `turnEnded`, an `end`) and the loader appends
+those records, so every later load reads the same history. Transcripts written before `call`,
+`toolResult` and `rules` existed still load: a turn left open in the middle of one is closed
+the same way where the next turn starts.
 """
 
 from __future__ import annotations
@@ -44,8 +51,8 @@ import msgspec
 from heddle_protocol import events as wev
 from heddle_protocol import types as wire
 from heddle.core.events import Usage
-from heddle.core.messages import (Message, TextBlock, ToolResultBlock, ToolUseBlock, append_user,
-                                  missing_tool_results)
+from heddle.core.messages import (Block, Message, RedactedThinkingBlock, TextBlock, ThinkingBlock,
+                                  ToolResultBlock, ToolUseBlock, append_user, missing_tool_results)
 from heddle.xdg import state_dir
 
 log = logging.getLogger(__name__)
@@ -118,9 +125,20 @@ class TranscriptWriter:
         self._write(record)
 
     def tool_result(self, turn_id: str, result: ToolResultBlock, status: str, summary: str,
-                    diff: str | None) -> None:
-        self._write({"type": "toolResult", "turnId": turn_id, "result": result,
-                     "status": status, "summary": summary, "diff": diff})
+                    diff: str | None, exit_code: int | None = None,
+                    signal: str | None = None) -> None:
+        record: dict[str, Any] = {"type": "toolResult", "turnId": turn_id, "result": result,
+                                  "status": status, "summary": summary, "diff": diff}
+        if exit_code is not None:
+            record["exitCode"] = exit_code
+        if signal is not None:
+            record["signal"] = signal
+        self._write(record)
+
+    def thinking(self, turn_id: str, block: ThinkingBlock | RedactedThinkingBlock,
+                 call: int | None, after_tools: int) -> None:
+        self._write({"type": "thinking", "turnId": turn_id, "block": block, "call": call,
+                     "afterTools": after_tools})
 
     def event(self, turn_id: str, event: Any) -> None:
         self._write({"type": "event", "turnId": turn_id, "event": event})
@@ -192,6 +210,17 @@ class Loaded:
     """The latest `session/configure` changes; None: the header's."""
 
 
+class _Finished(msgspec.Struct, frozen=True):
+    """A call that finished, as its `toolResult` record says: what its toolCallFinished says."""
+
+    result: ToolResultBlock
+    status: str
+    summary: str
+    diff: str | None = None
+    exit_code: int | None = msgspec.field(default=None, name="exitCode")
+    signal: str | None = None
+
+
 @dataclass
 class _OpenTurn:
     """What a turn without an `end` has shown so far, to close it."""
@@ -205,8 +234,10 @@ class _OpenTurn:
     break_text: bool = False
     final: set[int] = field(default_factory=set)
     """Model calls whose assistant message became final."""
-    results: dict[str, tuple[ToolResultBlock, str, str, str | None]] = field(default_factory=dict)
-    """(result, status, summary, diff) of the calls that finished, by id."""
+    thinking: dict[int | None, list[tuple[int, Block]]] = field(default_factory=dict)
+    """(tool calls before it, block) of each signed thinking block, by model call."""
+    results: dict[str, _Finished] = field(default_factory=dict)
+    """The calls that finished, by id."""
     calls: dict[tuple[str | None, str], tuple[str | None, str]] = field(default_factory=dict)
     """Started calls without a toolCallFinished: (Task call or None, id) -> (agent, tool)."""
     asked: dict[tuple[str | None, str], str | None] = field(default_factory=dict)
@@ -254,11 +285,15 @@ class _Reader:
             self.out.permission_mode = record.get("permissionMode") or self.out.permission_mode
         elif kind == "rules":
             self.out.session_rules = [(r["kind"], r["rule"]) for r in record.get("rules", ())]
+        elif kind == "thinking":
+            if self.open is not None:
+                block = msgspec.convert(record["block"], ThinkingBlock | RedactedThinkingBlock)
+                self.open.thinking.setdefault(record.get("call"), []).append(
+                    (int(record["afterTools"]), block))
         elif kind == "toolResult":
             if self.open is not None:
-                result = msgspec.convert(record["result"], ToolResultBlock)
-                self.open.results[result.tool_use_id] = (
-                    result, str(record["status"]), str(record["summary"]), record.get("diff"))
+                done = msgspec.convert(record, _Finished)
+                self.open.results[done.result.tool_use_id] = done
         elif kind == "message":
             if self.open is not None:
                 role = record["message"]["role"]
@@ -321,9 +356,11 @@ class _Reader:
         tid = o.turn_id
         phase = "tools" if convo and convo[-1].role == "assistant" else "streaming"
         known = {b.id for m in convo for b in m.content if isinstance(b, ToolUseBlock)}
-        blocks = tuple(TextBlock(b) if isinstance(b, str) else b for b in o.shown
-                       if not (isinstance(b, str) and not b.strip())
-                       and not (isinstance(b, ToolUseBlock) and b.id in known))
+        blocks = _with_thinking(
+            [TextBlock(b) if isinstance(b, str) else b for b in o.shown
+             if not (isinstance(b, str) and not b.strip())
+             and not (isinstance(b, ToolUseBlock) and b.id in known)],
+            o.thinking.get(o.call, []))
         if blocks and o.call not in o.final and (not convo or convo[-1].role == "user"):
             reply = Message("assistant", blocks)
             records.append({"type": "message", "turnId": tid, "message": reply, "call": o.call})
@@ -335,7 +372,7 @@ class _Reader:
             kept = o.results.get(use.id)
             if kept is None:
                 cut += 1
-            results.append(kept[0] if kept else
+            results.append(kept.result if kept else
                            ToolResultBlock(use.id, INTERRUPTED_RESULT, True))
         if cut:
             warn(f"{cut} tool call{'s were' if cut > 1 else ' was'} running when Heddle "
@@ -348,9 +385,15 @@ class _Reader:
                 tool_call_id=call_id, decision="reject", reason=UNANSWERED_REASON)))
         for (task, call_id), (agent, tool) in o.calls.items():
             kept = o.results.get(call_id) if task is None else None
-            status, summary, diff = kept[1:] if kept else ("cancelled", INTERRUPTED_SUMMARY, None)
-            events.append(_under(task, agent, wev.ToolCallFinishedEvent(
-                tool_call_id=call_id, tool=tool, status=status, summary=summary, diff=diff)))
+            if kept is not None:  # it finished: said as it would have been
+                finished = wev.ToolCallFinishedEvent(
+                    tool_call_id=call_id, tool=tool, status=kept.status, summary=kept.summary,
+                    diff=kept.diff, exit_code=kept.exit_code, signal=kept.signal)
+            else:  # how it ended is unknown (the reaper killed what was left): no exit status
+                finished = wev.ToolCallFinishedEvent(tool_call_id=call_id, tool=tool,
+                                                     status="cancelled",
+                                                     summary=INTERRUPTED_SUMMARY)
+            events.append(_under(task, agent, finished))
         events.append(wev.TurnEndedEvent(reason="cancelled", usage=o.usage, cancel_phase=phase,
                                          error=STOPPED))
         records += [{"type": "event", "turnId": tid, "event": msgspec.to_builtins(e)}
@@ -361,6 +404,22 @@ class _Reader:
 
     def warn(self, warning: str) -> None:
         self.out.warnings.append(warning)
+
+
+def _with_thinking(shown: list[Block], thinking: list[tuple[int, Block]]) -> tuple[Block, ...]:
+    """The reply as shown, with its signed thinking blocks where they came: each after the
+    tool calls that preceded it (before the text that followed it). Thinking that nothing
+    shown follows is left out (a reply cannot end in one; if a tool call came before it, that
+    call was not shown either)."""
+    out: list[Block] = []
+    pending = list(thinking)
+    tools = 0
+    for block in shown:
+        while pending and pending[0][0] <= tools:
+            out.append(pending.pop(0)[1])
+        out.append(block)
+        tools += isinstance(block, ToolUseBlock)
+    return tuple(out)
 
 
 def _under(task: str | None, agent: str | None, event: wev.Ev) -> wev.Ev:

@@ -18,7 +18,8 @@ import anyio
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
-                                TerminalReason, ToolCallFinished, ToolOutputChunk, Usage)
+                                TerminalReason, ThinkingDone, ToolCallFinished, ToolOutputChunk,
+                                Usage)
 from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
@@ -146,7 +147,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                   session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
-                                 new_id=deps.new_id, stop_hooks=stop_hooks_of(session, emit))
+                                 stop_hooks=stop_hooks_of(session, emit))
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
                 toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
@@ -281,9 +282,10 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
                turn_id: str) -> Callable[[CoreEvent], None]:
     """Write conversation content to the transcript as it becomes final, then pass events on.
 
-    A message names the model call it followed, and a tool result is written as its call
-    finishes: a load after a crash can then tell what of the shown output is already in the
-    conversation, and keep a finished call's result although its batch never completed."""
+    A message names the model call it followed, a tool result is written as its call
+    finishes, and a thinking block as it completes: a load after a crash can then tell what of
+    the shown output is already in the conversation, keep a finished call's result although
+    its batch never completed, and keep a cut-off reply's signed thinking."""
     call: int | None = None
 
     def record(ev: CoreEvent) -> None:
@@ -292,8 +294,11 @@ def _recording(emit: Callable[[CoreEvent], None], transcript: TranscriptWriter,
             call = ev.index
         elif isinstance(ev, MessageFinal):
             transcript.message(turn_id, ev.message, call)
+        elif isinstance(ev, ThinkingDone):
+            transcript.thinking(turn_id, ev.block, call, ev.after_tools)
         elif isinstance(ev, ToolCallFinished) and ev.result is not None:
-            transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff)
+            transcript.tool_result(turn_id, ev.result, ev.status, ev.summary, ev.diff,
+                                   ev.exit_code, ev.signal)
         elif isinstance(ev, Compaction) and ev.layer not in LIGHT_LAYERS:
             # snip and microcompact are redone from the full history whenever it is loaded, so
             # only summaries (which cannot be redone) replace the history on disk

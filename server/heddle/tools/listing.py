@@ -14,7 +14,7 @@ import msgspec
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
 from heddle.tools.globs import compile_glob
-from heddle.tools.search import LIST_FILES, run_ripgrep
+from heddle.tools.search import LIST_FILES, run_ripgrep, with_unreadable
 
 MAX_FILES = 1000
 MAX_ENTRIES = 1000
@@ -52,15 +52,18 @@ class Glob(ToolBase):
         matches = compile_glob(pattern.lstrip("/").removeprefix("./")).fullmatch
         # ripgrep lists the files its ignore rules keep, and the pattern picks among them here:
         # as a --glob it would let ripgrep into ignored folders that it matches (see globs)
-        out = await run_ripgrep(LIST_FILES, root)
+        out, unreadable = await run_ripgrep(LIST_FILES, root)
         names = out.decode(errors="replace").split("\0")
         files = await anyio.to_thread.run_sync(_newest_first, root, names, matches)
         if not files:
-            return ToolOutput("No files found.", "no files")
-        shown = [ctx.relative(f) for f in files[:MAX_FILES]]
-        if len(files) > MAX_FILES:
-            shown.append(f"(and {len(files) - MAX_FILES} more; narrow the pattern or the path)")
-        return ToolOutput("\n".join(shown), f"{len(files)} files")
+            found = ToolOutput("No files found.", "no files")
+        else:
+            shown = [ctx.relative(f) for f in files[:MAX_FILES]]
+            if len(files) > MAX_FILES:
+                shown.append(f"(and {len(files) - MAX_FILES} more; narrow the pattern or the "
+                             "path)")
+            found = ToolOutput("\n".join(shown), f"{len(files)} files")
+        return with_unreadable(found, unreadable, "")
 
 
 def _newest_first(root: Path, names: list[str], matches: Callable[[str], object]) -> list[Path]:

@@ -1,4 +1,7 @@
-"""Grep: ripgrep over the workspace, its results in path order."""
+"""Grep: ripgrep over the workspace, its results in path order.
+
+ripgrep exits 2 when it could not read some path (a permission, a name too long) but still
+prints what it found elsewhere: those results stand, with a short note of what was not read."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, NamedTuple
 
 import anyio
 import msgspec
@@ -53,34 +56,71 @@ class Grep(ToolBase):
         if "\0" in inp.pattern or "\0" in (inp.glob or ""):  # no process takes one in an argument
             raise ToolError("pattern and glob cannot contain a NUL character (Grep searches "
                             "text files, and skips files with one)")
-        out = await run_ripgrep(_command(inp), ctx.workspace)
+        out, unreadable = await run_ripgrep(_command(inp), ctx.workspace)
         kept = None
         if inp.glob and out:
             # A --glob that matches a folder (`**/*` matches `build`) or an ignored file lets
             # ripgrep into it, whatever .gitignore says: the files that ripgrep lists by its
             # ignore rules alone are the ones whose results stay.
             listed = await run_ripgrep(LIST_FILES + ["--", inp.path], ctx.workspace)
-            kept = set(listed.decode(errors="replace").split("\0"))
+            kept = set(listed.out.decode(errors="replace").split("\0"))
         root = str(ctx.workspace.resolve()) + os.sep
         # a big result takes a while to sort: not on the event loop
-        return await anyio.to_thread.run_sync(_result, inp, out, root, kept)
+        found = await anyio.to_thread.run_sync(_result, inp, out, root, kept)
+        return with_unreadable(found, unreadable, root)
 
 
 # How Grep and Glob walk: hidden files included, .gitignore honoured outside git repositories
-# too, unreadable files passed over in silence, the .git folder left out.
-SKIPPED = ["--hidden", "--no-require-git", "--no-messages", "--glob", "!.git"]
+# too, the .git folder left out. Paths that cannot be read are passed over, and noted.
+SKIPPED = ["--hidden", "--no-require-git", "--glob", "!.git"]
 LIST_FILES = ["--files", "--null"] + SKIPPED
 """The files that ripgrep's ignore rules keep, each path ended by a NUL."""
 
+NOTED = 5
+"""Unreadable paths named in a result; the rest are counted."""
+NOTE_CHARS = 300
+"""Each of them at most this long (a name too long to open is thousands of characters)."""
+_IO_ERROR = re.compile(r"^rg: (.+\(os error \d+\))$", re.MULTILINE)
 
-async def run_ripgrep(args: list[str], cwd: Path) -> bytes:
-    """ripgrep's output; a ToolError with its message if it fails."""
+
+class Ripgrep(NamedTuple):
+    out: bytes
+    unreadable: list[str]
+    """ripgrep's messages about the paths it could not read (`PATH: why (os error N)`)."""
+
+
+async def run_ripgrep(args: list[str], cwd: Path) -> Ripgrep:
+    """ripgrep's output, and what it could not read; a ToolError with its message if it
+    failed outright (a bad regex or glob)."""
     result = await anyio.run_process([ripgrep()] + args, cwd=str(cwd), check=False,
                                      stdin=subprocess.DEVNULL)
-    if result.returncode not in (0, 1):  # 1: nothing found
-        raise ToolError(result.stderr.decode(errors="replace").strip()
-                        or f"rg failed with exit code {result.returncode}")
-    return result.stdout
+    if result.returncode in (0, 1):  # 1: nothing found; stderr has only warnings then
+        return Ripgrep(result.stdout, [])
+    err = result.stderr.decode(errors="replace")
+    unreadable = _IO_ERROR.findall(err) if result.returncode == 2 else []
+    if not unreadable:
+        raise ToolError(err.strip() or f"rg failed with exit code {result.returncode}")
+    return Ripgrep(result.stdout, unreadable)
+
+
+def with_unreadable(found: ToolOutput, unreadable: list[str], root: str) -> ToolOutput:
+    """`found`, and a note of the paths that could not be read (the first few, each cut)."""
+    if not unreadable:
+        return found
+    shown = [_cut(u.removeprefix(root).removeprefix("./")) for u in unreadable[:NOTED]]
+    more = len(unreadable) - len(shown)
+    paths = "path" if len(unreadable) == 1 else "paths"
+    note = (f"{len(unreadable)} {paths} could not be read, so what they hold is missing "
+            "here:\n" + "\n".join(shown) + (f"\n(and {more} more)" if more else ""))
+    return ToolOutput(f"{found.content}\n\n{note}",
+                      f"{found.summary}, {len(unreadable)} unreadable")
+
+
+def _cut(line: str) -> str:
+    if len(line) <= NOTE_CHARS:
+        return line
+    half = NOTE_CHARS // 2
+    return f"{line[:half]}…{line[-half:]}"
 
 
 def _command(inp: GrepInput) -> list[str]:

@@ -111,8 +111,10 @@ async def test_a_new_turn_after_thinking_reads_up_to_the_stripped_thinking(
         client, scripted: ScriptedServer, workspace):
     thought = {"content": [{"type": "thinking", "thinking": "All read.", "signature": "s2"},
                            {"type": "text", "text": "Done."}]}
+    read_big = {"content": [{"type": "thinking", "thinking": "Now big.txt.", "signature": "s3"},
+                            *READ_BIG["content"]]}  # thinking is on: every reply starts with it
     scripted.add_scenario("t", {"steps": [parallel_reads(25, thinking=True), thought,
-                                          READ_BIG, DONE]})
+                                          read_big, DONE]})
     big_file(workspace)
     sid = await new_session(client, workspace, "t", permissionMode="bypassPermissions",
                             thinkingBudget=2048)

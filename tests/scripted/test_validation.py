@@ -74,6 +74,26 @@ async def test_answered_tool_use_is_accepted(server: ScriptedServer, client):
     assert message.content[0].text == "ok"
 
 
+async def test_with_thinking_a_tool_loop_hands_back_its_thinking(server: ScriptedServer,
+                                                                  client):
+    server.add_scenario("s", {"steps": [text_step("ok")]})
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    without = [HI, _assistant({"type": "text", "text": "Reading."}, TOOL_USE), _user(RESULT)]
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(model="s", max_tokens=2000, thinking=thinking,
+                                     messages=without)
+    assert info.value.api_message.startswith(
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`.")
+    assert server.cursor("s") == 0
+    # without thinking the same conversation is fine; with it, the thinking first is
+    with_it = [HI, _assistant({"type": "redacted_thinking", "data": "x"}, TOOL_USE), _user(RESULT)]
+    for messages, options in ((without, {}), (with_it, {"thinking": thinking})):
+        server.add_scenario("s", {"steps": [text_step("ok")]})
+        answer = await client.messages.create(model="s", max_tokens=2000, messages=messages,
+                                              **options)
+        assert answer.content[-1].text == "ok"
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"max_tokens": None}, "max_tokens: Field required"),
     ({"max_tokens": 0}, "max_tokens: Input should be greater than or equal to 1"),

@@ -55,7 +55,32 @@ def check_request(body: Any, *, counting: bool = False) -> str | None:
         if field not in body:
             return f"{field}: Field required"
     return (_check_params(body) or _check_tools(body.get("tools"))
-            or _check_messages(body["messages"]) or check_cache_control(body))
+            or _check_messages(body["messages"]) or _check_thinking_first(body)
+            or check_cache_control(body))
+
+
+def _check_thinking_first(body: dict[str, Any]) -> str | None:
+    """With thinking on, a tool loop in progress (the last message gives tool results) must
+    hand back the thinking that came before its tool calls: the assistant message they answer
+    starts with a thinking block."""
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")):
+        return None
+    messages = body["messages"]
+    last = messages[-1]
+    if last["role"] != "user" or not isinstance(last["content"], list) or not any(
+            b.get("type") == "tool_result" for b in last["content"]) or len(messages) < 2:
+        return None
+    n = len(messages) - 2
+    blocks = messages[n]["content"]
+    first = blocks[0].get("type") if isinstance(blocks, list) and blocks else "text"
+    if first in ("thinking", "redacted_thinking"):
+        return None
+    return (f"messages.{n}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+            f"`{first}`. When `thinking` is enabled, a final `assistant` message must start "
+            "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` "
+            "blocks). We recommend you include thinking blocks from previous turns. To avoid "
+            "this requirement, disable `thinking`.")
 
 
 def _check_params(body: dict[str, Any]) -> str | None:

@@ -42,6 +42,16 @@ async def test_cancel_during_streaming_then_continue(client, scripted, workspace
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "streaming")
     assert time.monotonic() - started < 2.0
     assert result["text"].startswith("word")
+    # the input its message_start reported is billed, so it counts, cancelled or not
+    (cancelled,) = scripted.requests_for("s")
+    billed = cancelled.cache.usage()
+    u = result["usage"]
+    assert (u.get("inputTokens", 0), u.get("cacheReadInputTokens", 0),
+            u.get("cacheCreationInputTokens", 0), u["modelCalls"]) == (
+        billed["input_tokens"], billed["cache_read_input_tokens"],
+        billed["cache_creation_input_tokens"], 1)
+    assert sum(billed[k] for k in ("input_tokens", "cache_read_input_tokens",
+                                   "cache_creation_input_tokens")) > 0
     follow = await client.call("turn/start", {"sessionId": sid, "prompt": "again"})
     assert follow["reason"] == "completed"
     messages = scripted.requests_for("s")[1].body["messages"]

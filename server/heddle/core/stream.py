@@ -59,6 +59,14 @@ class StreamEnd(msgspec.Struct, frozen=True):
     `context_management.applied_edits`); 0 without any."""
 
 
+class Billed(msgspec.Struct, frozen=True):
+    """The tokens the call has been billed so far (its response's `message_start`, plus the
+    attempts that failed before it): what counts if the call is cancelled before `StreamEnd`,
+    whose usage then replaces it."""
+
+    usage: Usage
+
+
 class Restart(msgspec.Struct, frozen=True):
     """Everything this call streamed so far is void: the response broke off and the request is
     being made again (a `Retry` follows, then the new response from its start)."""
@@ -66,7 +74,8 @@ class Restart(msgspec.Struct, frozen=True):
     error: ErrorInfo
 
 
-StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Restart, Retry, StreamEnd]
+StreamEvent = Union[BlockStarted, TextChunk, ThinkingChunk, BlockDone, Billed, Restart, Retry,
+                    StreamEnd]
 
 
 class ModelError(Exception):

@@ -26,7 +26,7 @@ from heddle.core.events import (CoreEvent, ModelCallStarted, ModelFallback, Retr
                                 ThinkingDelta, ThinkingDone, Tombstone, ToolCallInput,
                                 ToolCallStarted, Usage)
 from heddle.core.messages import THINKING_TYPES, Message, ToolUseBlock, strip_thinking
-from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
+from heddle.core.stream import (Billed, BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
                                 StreamEnd, TextChunk, ThinkingChunk)
 from heddle.loop.deps import ToolBatch
 from heddle.loop.ladder import max_tokens
@@ -67,7 +67,8 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         except anyio.get_cancelled_exc_class():
             call = Call("aborted", response, batch)
         except ModelError as err:
-            failed += err.usage  # billed although the call failed
+            failed += err.usage  # billed although the call failed (all of its requests)
+            response.usage = Usage()  # what `Billed` said so far is part of that
             fallback = q.config.fallback_model
             if err.info.code == "overloaded" and fallback and model != fallback:
                 for ev in batch.discard("the model was switched", running=True, finished=True):
@@ -122,6 +123,9 @@ def _on_stream_event(ev, response: Response, batch: ToolBatch) -> list[CoreEvent
         if isinstance(ev.block, THINKING_TYPES):
             tools = sum(isinstance(b, ToolUseBlock) for b in response.blocks)
             return [ThinkingDone(ev.block, tools)]
+        return []
+    if isinstance(ev, Billed):  # what counts if the call is cancelled before it ends
+        response.usage = ev.usage
         return []
     if isinstance(ev, StreamEnd):
         response.stop_reason = ev.stop_reason

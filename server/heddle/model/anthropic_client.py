@@ -24,7 +24,8 @@ import msgspec
 
 from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, ToolUseBlock
-from heddle.core.stream import ModelError, ModelRequest, Restart, StreamEnd, StreamEvent
+from heddle.core.stream import (Billed, ModelError, ModelRequest, Restart, StreamEnd,
+                                StreamEvent)
 from heddle.envvars import number
 from heddle.model import caching
 from heddle.model.errors import classify
@@ -143,9 +144,12 @@ class AnthropicModel:
                 async with aclosing(self._one_attempt(client, request, attempt + 1,
                                                       assembler)) as events:
                     async for event in events:
-                        committed = True
+                        committed = committed or not isinstance(event, Billed)  # shown
                         if isinstance(event, StreamEnd):
                             event = msgspec.structs.replace(event, usage=event.usage + spent)
+                        elif isinstance(event, Billed):  # every request so far, this one too
+                            event = Billed(msgspec.structs.replace(
+                                event.usage + spent, model_calls=attempt + 1))
                         yield event
                 return
             except anyio.get_cancelled_exc_class():
@@ -182,11 +186,15 @@ class AnthropicModel:
                                      content=request_body(request), stream=True,
                                      options={"headers": request_headers(request)})
         decoder = SSEDecoder()
+        billed = False
         try:
             async with BodyReader(_body_chunks(response)) as reader:
                 while (data := await reader.take()) is not None:
                     for event in assembler.feed(decoder.feed(data)):
                         yield event
+                    if not billed and assembler.started:
+                        billed = True
+                        yield Billed(assembler.usage())
                     if assembler.failure is not None:
                         raise assembler.failure
                     if assembler.error is not None:

@@ -306,6 +306,11 @@ class Assembler:
             raise StreamIncomplete("no message_stop")
         return StreamEnd(self._stop_reason, self.usage(model_calls), self._cleared)
 
+    @property
+    def started(self) -> bool:
+        """Whether `message_start` came (and with it the input tokens it is billed for)."""
+        return self._usage_in is not None
+
     def usage(self, model_calls: int = 0) -> Usage:
         """The tokens the response reported so far (all of them, once it ended; a response
         that broke off is billed for what its `message_start` and `message_delta` said)."""

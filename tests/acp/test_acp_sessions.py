@@ -104,4 +104,5 @@ async def test_compact_is_a_slash_command(scripted, daemon_env, workspace):
                                                     prompt=[text_block("/compact")]), 30)
     assert result.stop_reason == "end_turn"
     assert client.text().startswith("Compacted the conversation:"), client.text()
+    assert [u for u in client.raw if u["sessionUpdate"].startswith("compaction")] == []
     assert len(scripted.requests_for("chat")) == 4

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
 
+import anyio
 import msgspec
 from acp.exceptions import RequestError
 from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
@@ -29,7 +30,7 @@ from heddle.acp import asking, hello
 from heddle.acp.files import ClientFiles
 from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.terminal import ClientTerminalBash
-from heddle.acp.updates import Translator
+from heddle.acp.updates import COMPACTION_KINDS, Translator, compaction_update
 from heddle.core.events import TerminalReason, TurnEnded
 from heddle.core.stream import ModelCaller
 from heddle.envvars import number
@@ -41,8 +42,8 @@ from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.transport import Pressure
 from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import (TurnDeps, TurnRequest, compact_session, start_turn,
-                                   table_limits)
+from heddle.sessions.turns import (CompactionNote, TurnDeps, TurnRequest, compact_session,
+                                   start_turn, table_limits)
 from heddle.settings import LoadedSettings, cache_from_env, load_settings
 from heddle.tools.registry import builtin_tools
 
@@ -110,9 +111,20 @@ class HeddleAgent:
         self.turn_deps = TurnDeps(
             model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
             limits_for=table_limits(window), cache=cache)
+        self.turn_deps = replace(self.turn_deps, compactions=self._compaction)
         self.builtin_bash = self.turn_deps.tools["Bash"]
         self.client_fs = (False, False)
         """(readTextFile, writeTextFile) as the client advertised them."""
+        self.client_compaction = False
+        """Whether the client declared `session.compaction` (set by `heddle.acp.door` from the
+        raw `initialize`: the SDK's schema does not know it yet)."""
+        self._emitters: dict[str, list[TurnEmitter]] = {}
+        """The running turn's emitters, by session (a compaction update follows what they
+        hold)."""
+        self._compacting: dict[str, anyio.CancelScope] = {}
+        """`/compact` running, by session (`session/cancel` cancels it)."""
+        self._started: dict[str, int] = {}
+        """Compactions shown to the client, by session."""
         self.translators: dict[str, Translator] = {}
         self.request: Callable[[str, dict[str, Any]], Any] = _unconnected
         self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
@@ -140,7 +152,22 @@ class HeddleAgent:
         return hello.authenticated(self.env)
 
     def update(self, session_id: str, update: dict[str, Any]) -> None:
+        if update["sessionUpdate"] in COMPACTION_KINDS and not self.client_compaction:
+            return  # never what the client did not declare
         self.notify("session/update", {"sessionId": session_id, "update": update})
+
+    def _compaction(self, session: Session, note: CompactionNote) -> None:
+        """A compaction started or ended (in a turn, or `/compact`): after what the turn's
+        emitters hold, so it keeps its place in the timeline."""
+        if not self.client_compaction:
+            return
+        if note.status == "in_progress":
+            self._started[session.id] = self._started.get(session.id, 0) + 1
+        for emitter in self._emitters.get(session.id, ()):
+            emitter.flush()
+        tokens = (note.tokens_before, note.tokens_after) if note.status == "completed" else None
+        self.update(session.id, compaction_update(note.compaction_id, note.status, note.summary,
+                                                  note.error, tokens))
 
     # -- initialize, authenticate ------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
@@ -188,8 +215,11 @@ class HeddleAgent:
         self._need_auth()
         session, loaded, settings = self._load(session_id)
         replay = Translator(session.workspace, replay=True)
+        manual = list(loaded.compactions)  # (events before it, summary), in order
         turn = None
-        for turn_id, event in loaded.events:
+        for index, (turn_id, event) in enumerate(loaded.events):
+            while manual and manual[0][0] <= index:
+                self.update(session.id, replay.compacted(manual.pop(0)[1]))
             if turn_id != turn:
                 for update in replay.close():
                     self.update(session.id, update)
@@ -198,6 +228,8 @@ class HeddleAgent:
                 self.update(session.id, update)
         for update in replay.close():
             self.update(session.id, update)
+        for _, summary in manual:
+            self.update(session.id, replay.compacted(summary))
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
@@ -300,10 +332,15 @@ class HeddleAgent:
             return emitter
 
         request = TurnRequest(text, context)
-        turn_id, terminal = await start_turn(
-            session, request, self.turn_deps, emit_for,
-            lambda turn_id: asking.asker(session, self.request, translator,
-                                         self.permission_timeout))
+        self._emitters[session.id] = emitters
+        try:
+            turn_id, terminal = await start_turn(
+                session, request, self.turn_deps, emit_for,
+                lambda turn_id: asking.asker(session, self.request, translator,
+                                             self.permission_timeout))
+        finally:
+            if self._emitters.get(session.id) is emitters:
+                del self._emitters[session.id]
         for emitter in emitters:
             if emitter.turn_id == turn_id:
                 emitter(TurnEnded(terminal.reason, terminal.usage, terminal.error))
@@ -323,15 +360,30 @@ class HeddleAgent:
             "cachedWriteTokens": u.cache_creation_input_tokens}}
 
     async def _compact(self, session: Session) -> dict[str, Any]:
-        try:
-            before, after, _ = await compact_session(session, self.turn_deps)
-            said = f"Compacted the conversation: {before} → {after} tokens."
-        except SessionError as exc:
-            if exc.kind == "busy":
-                raise
-            said = f"Nothing was compacted: {exc}"
-        self.update(session.id, {"sessionUpdate": "agent_message_chunk",
-                                 "content": {"type": "text", "text": said}})
+        """`/compact`. A client that declared `session.compaction` sees it as compaction
+        updates (`_compaction`); any other, and one for which no compaction started (nothing
+        to compact), is told in an agent message. `session/cancel` cancels it."""
+        if session.id in self._compacting:
+            raise SessionError("busy", f"session {session.id} is compacting already")
+        started = self._started.get(session.id, 0)
+        said = ""
+        with anyio.CancelScope() as scope:
+            self._compacting[session.id] = scope
+            try:
+                before, after, _ = await compact_session(session, self.turn_deps)
+                said = f"Compacted the conversation: {before} → {after} tokens."
+            except SessionError as exc:
+                if exc.kind == "busy":
+                    raise
+                said = f"Nothing was compacted: {exc}"
+            finally:
+                del self._compacting[session.id]
+        if scope.cancelled_caught:
+            log.info("session %s: /compact cancelled", session.id)
+            return {"stopReason": "cancelled"}
+        if not (self.client_compaction and self._started.get(session.id, 0) > started):
+            self.update(session.id, {"sessionUpdate": "agent_message_chunk",
+                                     "content": {"type": "text", "text": said}})
         return {"stopReason": "end_turn"}
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -343,6 +395,9 @@ class HeddleAgent:
         if session.turn is not None:
             log.info("cancelling turn %s (session/cancel)", session.turn.id)
             session.turn.cancel()
+        if session.id in self._compacting:
+            log.info("cancelling /compact of session %s (session/cancel)", session.id)
+            self._compacting[session.id].cancel()
 
     async def cancel_all(self) -> None:
         """Cancel every turn and wait for them to end."""

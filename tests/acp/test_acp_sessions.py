@@ -106,3 +106,21 @@ async def test_compact_is_a_slash_command(scripted, daemon_env, workspace):
     assert client.text().startswith("Compacted the conversation:"), client.text()
     assert [u for u in client.raw if u["sessionUpdate"].startswith("compaction")] == []
     assert len(scripted.requests_for("chat")) == 4
+
+
+async def test_the_environments_compact_model_is_used_as_on_the_lsp_door(scripted, daemon_env,
+                                                                        workspace):
+    scripted.add_scenario("talk", {"steps": [
+        {"content": [{"type": "text", "text": f"Answer {n}. " * 50}]} for n in range(3)]})
+    scripted.add_scenario("summ", {"steps": [
+        {"content": [{"type": "text", "text": "<summary>We talked.</summary>"}]}]})
+    client = Recorder()
+    env = {**daemon_env, "HEDDLE_MODEL": "talk", "HEDDLE_COMPACT_MODEL": "summ"}
+    async with agent(env, workspace, client) as (conn, _, _):
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        for word in ("one", "two", "three"):
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(word)]), 30)
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("/compact")]), 30)
+    assert client.text().endswith(" tokens."), client.text()[-200:]
+    assert len(scripted.requests_for("summ")) == 1  # HEDDLE_COMPACT_MODEL wrote the summary
+    assert len(scripted.requests_for("talk")) == 3

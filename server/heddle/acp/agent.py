@@ -14,7 +14,6 @@ import datetime
 import functools
 import logging
 import os
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -32,25 +31,19 @@ from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.terminal import ClientTerminalBash
 from heddle.acp.updates import COMPACTION_KINDS, Translator, compaction_update
 from heddle.core.events import TerminalReason, TurnEnded
-from heddle.core.stream import ModelCaller
-from heddle.envvars import number
 from heddle.loop.prompt import ContextItem
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.permissions.policy import MODES, PermissionPolicy
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.transport import Pressure
-from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
+from heddle.sessions.session import Session, SessionError, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import (CompactionNote, TurnDeps, TurnRequest, compact_session,
-                                   start_turn, table_limits)
-from heddle.settings import LoadedSettings, cache_from_env, load_settings
-from heddle.tools.registry import builtin_tools
+from heddle.sessions.setup import from_env
+from heddle.sessions.turns import CompactionNote, TurnRequest, compact_session, start_turn
+from heddle.settings import LoadedSettings, load_settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
-"""The same default as `heddle serve` (heddle.rpc.server, which this process does not load)."""
 STOP_REASONS = {
     TerminalReason.COMPLETED: "end_turn",
     TerminalReason.ABORTED_STREAMING: "cancelled",
@@ -98,20 +91,14 @@ class HeddleAgent:
     def __init__(self, env: dict[str, str], pressure: Pressure | None = None):
         self.env = env
         self.pressure = pressure or Pressure()
-        self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
-        self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
-        self.fs_timeout = number(env, "HEDDLE_APPLY_EDIT_TIMEOUT", 30, minimum=0.001)
-        window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
+        self.setup = setup = from_env(env, compactions=self._compaction)  # as the LSP door's
+        self.default_model = setup.default_model
+        self.permission_timeout = setup.permission_timeout
+        self.fs_timeout = setup.edit_timeout
         self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
                                         else sessions_dir(env))
-        self.model = AnthropicModel(ModelSettings.from_env(env))
-        cache, problems = cache_from_env(env)
-        for problem in problems:
-            log.warning("%s", problem)
-        self.turn_deps = TurnDeps(
-            model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
-            limits_for=table_limits(window), cache=cache)
-        self.turn_deps = replace(self.turn_deps, compactions=self._compaction)
+        self.model = setup.model
+        self.turn_deps = setup.deps
         self.builtin_bash = self.turn_deps.tools["Bash"]
         self.client_fs = (False, False)
         """(readTextFile, writeTextFile) as the client advertised them."""
@@ -143,9 +130,6 @@ class HeddleAgent:
         translator = self.translators.get(session_id)
         if translator is not None and call_id:
             self.update(session_id, translator.terminal(call_id, terminal_id))
-
-    def model_for(self, model: str) -> ModelCaller:
-        return self.model
 
     @property
     def authenticated(self) -> bool:
@@ -199,6 +183,7 @@ class HeddleAgent:
         settings = load_settings(Path(os.path.realpath(cwd)) if os.path.isabs(cwd) else None)
         policy = PermissionPolicy.from_settings(settings)
         session = self.sessions.new(cwd, settings.settings.model or self.default_model, policy,
+                                    defaults=self.setup.defaults_for(settings),
                                     mode_from_settings=True)
         session.cache = settings.settings.cache
         self._attach(session)
@@ -267,8 +252,9 @@ class HeddleAgent:
         def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
             read.append(load_settings(Path(workspace)))
             return PermissionPolicy.from_settings(read[-1], mode)
-        session, loaded = self.sessions.load(session_id, policy_for, SessionOptions())
-        if read:
+        session, loaded = self.sessions.load(session_id, policy_for, self.setup.options)
+        if read:  # the settings' fallback model and limits, read with the session's folder
+            session.options = session.options.over(self.setup.defaults_for(read[-1]))
             session.cache = read[-1].settings.cache
         self._attach(session)
         return session, loaded, read[-1] if read else None

@@ -12,6 +12,12 @@ from acp import RequestError, text_block
 from acp_harness import Recorder, agent
 
 
+async def running_shows(client: Recorder, text: str) -> None:
+    """Return once a tool call's live output shows `text`."""
+    while not any(text in str(call.get("content")) for call in client.calls().values()):
+        await asyncio.sleep(0.01)
+
+
 async def test_load_after_a_kill_replays_and_closes_every_call(scripted, daemon_env, workspace):
     scripted.add_scenario("crash", {"steps": [
         {"content": [{"type": "text", "text": "Reading."},
@@ -32,7 +38,7 @@ async def test_load_after_a_kill_replays_and_closes_every_call(scripted, daemon_
         running = asyncio.ensure_future(conn.prompt(session_id=sid,
                                                     prompt=[text_block("Run")]))
         await first.wait_for("tool_call", 2)
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(running_shows(first, "going"), 20)  # the command runs
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
         running.cancel()

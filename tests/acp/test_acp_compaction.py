@@ -146,3 +146,18 @@ async def test_cancel_during_compact_reports_it_cancelled(scripted, daemon_env, 
     started, cancelled = client.raw_of("compaction_update")
     assert (started["status"], cancelled["status"]) == ("in_progress", "cancelled")
     assert cancelled["compactionId"] == started["compactionId"]
+
+
+async def test_a_later_initialize_is_read_for_the_capability_too(scripted, daemon_env,
+                                                                 workspace):
+    reactive(scripted)
+    client = Recorder()
+    env = {**daemon_env, "HEDDLE_MODEL": "reactive"}
+    async with agent(env, workspace, client) as (conn, _, _):  # answered while loading
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        # the SDK answers this one (its schema drops `session.compaction`)
+        await asyncio.wait_for(conn._conn.send_request("initialize", {
+            "protocolVersion": 1, "clientCapabilities": {"session": {"compaction": {}}}}), 30)
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("hi")]), 30)
+    assert [u["status"] for u in client.raw_of("compaction_update")] == ["in_progress",
+                                                                         "completed"]

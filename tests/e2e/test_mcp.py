@@ -268,7 +268,7 @@ async def test_servers_stop_with_their_session_and_with_the_daemon(
     client = await lsp.start(daemon_env, daemon_command)
     try:
         one = await new_session(client, workspace, "child")
-        two = await new_session(client, workspace, "child")
+        await new_session(client, workspace, "child")  # a second session: its own server
         await client.call("turn/start", {"sessionId": one["sessionId"], "prompt": "go"})
         child = int(results(scripted, "child")[0]["content"])
         first, second = pids(starts)

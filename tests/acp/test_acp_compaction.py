@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from acp import text_block
+import pytest
+from acp import RequestError, text_block
 
 from acp_harness import Recorder, agent
 
@@ -140,6 +141,9 @@ async def test_cancel_during_compact_reports_it_cancelled(scripted, daemon_env, 
         compacting = asyncio.ensure_future(conn.prompt(session_id=sid,
                                                        prompt=[text_block("/compact")]))
         await client.wait_raw("compaction_update")
+        with pytest.raises(RequestError) as busy:  # one thing at a time replaces the history
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("four")]), 30)
+        assert busy.value.code == -32001
         await conn.cancel(session_id=sid)
         result = await asyncio.wait_for(compacting, 30)
     assert result.stop_reason == "cancelled"

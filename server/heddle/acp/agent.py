@@ -299,6 +299,9 @@ class HeddleAgent:
     async def prompt(self, session_id: str, prompt: list, **_: Any) -> dict[str, Any]:
         session = self.sessions.get(session_id)
         text, context = prompt_of(prompt)
+        if session.id in self._compacting:  # both would replace the conversation
+            raise SessionError("busy", f"session {session.id} is compacting; prompt it when "
+                               "/compact has answered")
         if text.strip().split(" ", 1)[0] == "/compact":
             return await self._compact(session)
         translator = self.translators.setdefault(session.id, Translator(session.workspace))
@@ -349,8 +352,6 @@ class HeddleAgent:
         """`/compact`. A client that declared `session.compaction` sees it as compaction
         updates (`_compaction`); any other, and one for which no compaction started (nothing
         to compact), is told in an agent message. `session/cancel` cancels it."""
-        if session.id in self._compacting:
-            raise SessionError("busy", f"session {session.id} is compacting already")
         started = self._started.get(session.id, 0)
         said = ""
         with anyio.CancelScope() as scope:

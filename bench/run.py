@@ -151,6 +151,12 @@ def markdown(doc: dict[str, Any]) -> str:
         met = {True: "yes", False: "**no**"}.get(m.get("met"), "")
         lines.append(f"| `{name}` | {fmt(m['median'])} | {fmt(m['min'])} | {fmt(m['max'])} "
                      f"| {m['unit']} | {m.get('target', '')} | {met} |")
+    doors = [(what, doc["metrics"][lsp], doc["metrics"][a]) for what, lsp, a in acp.DOORS
+             if lsp in doc["metrics"] and a in doc["metrics"]]
+    if doors:  # the ACP door beside the LSP door
+        lines += ["", "| both doors (median) | LSP door | ACP door |", "| --- | ---: | ---: |"]
+        lines += [f"| {what} | {fmt(lsp['median'])} | {fmt(a['median'])} |"
+                  for what, lsp, a in doors]
     failed = [k for k, ok in doc["checks"].items() if not ok]
     lines.append("")
     lines.append(f"checks: {len(doc['checks']) - len(failed)}/{len(doc['checks'])} passed"

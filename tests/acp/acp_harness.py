@@ -12,7 +12,8 @@ from typing import Any
 
 from acp import spawn_agent_process
 from acp.schema import (AllowedOutcome, ClientCapabilities, CreateTerminalResponse,
-                        DeniedOutcome, FileSystemCapabilities, KillTerminalResponse,
+                        DeniedOutcome, FileSystemCapabilities, InitializeResponse,
+                        KillTerminalResponse,
                         ReadTextFileResponse, ReleaseTerminalResponse, RequestPermissionResponse,
                         TerminalExitStatus, TerminalOutputResponse, WaitForTerminalExitResponse,
                         WriteTextFileResponse)
@@ -36,6 +37,18 @@ class Recorder:
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
         self.terminals: dict[str, dict[str, Any]] = {}
+        self.raw: list[dict[str, Any]] = []
+        """Every `session/update` as it arrived, before the SDK read it (the SDK's schema
+        does not know every update kind: those it does not know reach no handler)."""
+
+    def observe(self, event: Any) -> None:
+        """The SDK connection's stream observer."""
+        message = event.message
+        if event.direction.value == "incoming" and message.get("method") == "session/update":
+            self.raw.append(message["params"]["update"])
+
+    def raw_of(self, kind: str) -> list[dict[str, Any]]:
+        return [u for u in self.raw if u.get("sessionUpdate") == kind]
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
@@ -132,6 +145,12 @@ class Recorder:
                 calls.setdefault(u["toolCallId"], {}).update(u)
         return calls
 
+    async def wait_raw(self, kind: str, count: int = 1, timeout: float = 20) -> None:
+        async def poll():
+            while len(self.raw_of(kind)) < count:
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(poll(), timeout)
+
     async def wait_for(self, kind: str, count: int = 1, timeout: float = 20) -> None:
         async def poll():
             while self.kinds().count(kind) < count:
@@ -148,16 +167,28 @@ def capabilities(read: bool = False, write: bool = False, terminal: bool = False
 
 @asynccontextmanager
 async def agent(env: dict[str, str], cwd: Path, client: Recorder | None = None,
-                caps: ClientCapabilities | None = None, log: Path | None = None):
+                caps: ClientCapabilities | None = None, log: Path | None = None,
+                compaction: bool = False):
     """(connection, process, initialize result) of a `heddle acp` started for the test; the
-    SDK closes its stdin at the end, then terminates and kills it if it does not exit."""
+    SDK closes its stdin at the end, then terminates and kills it if it does not exit.
+    `compaction`: the client declares `session.compaction: {}`, which the SDK's schema does
+    not model yet, so that `initialize` goes out through the SDK connection's own request."""
     client = client or Recorder()
     stderr = open(log, "ab") if log else subprocess.DEVNULL
     try:
         async with spawn_agent_process(client, AGENT[0], *AGENT[1:], env=env, cwd=cwd,
-                                       transport_kwargs={"stderr": stderr}) as (conn, proc):
-            init = await asyncio.wait_for(conn.initialize(
-                protocol_version=1, client_capabilities=caps or capabilities()), 30)
+                                       transport_kwargs={"stderr": stderr},
+                                       observers=[client.observe]) as (conn, proc):
+            caps = caps or capabilities()
+            if compaction:
+                params = {"protocolVersion": 1, "clientCapabilities": {
+                    **caps.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "session": {"compaction": {}}}}
+                init = InitializeResponse.model_validate(await asyncio.wait_for(
+                    conn._conn.send_request("initialize", params), 30))
+            else:
+                init = await asyncio.wait_for(conn.initialize(
+                    protocol_version=1, client_capabilities=caps), 30)
             yield conn, proc, init
     finally:
         if log:

@@ -12,6 +12,12 @@ from acp import RequestError, text_block
 from acp_harness import Recorder, agent
 
 
+async def running_shows(client: Recorder, text: str) -> None:
+    """Return once a tool call's live output shows `text`."""
+    while not any(text in str(call.get("content")) for call in client.calls().values()):
+        await asyncio.sleep(0.01)
+
+
 async def test_load_after_a_kill_replays_and_closes_every_call(scripted, daemon_env, workspace):
     scripted.add_scenario("crash", {"steps": [
         {"content": [{"type": "text", "text": "Reading."},
@@ -32,7 +38,7 @@ async def test_load_after_a_kill_replays_and_closes_every_call(scripted, daemon_
         running = asyncio.ensure_future(conn.prompt(session_id=sid,
                                                     prompt=[text_block("Run")]))
         await first.wait_for("tool_call", 2)
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(running_shows(first, "going"), 20)  # the command runs
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
         running.cancel()
@@ -104,4 +110,23 @@ async def test_compact_is_a_slash_command(scripted, daemon_env, workspace):
                                                     prompt=[text_block("/compact")]), 30)
     assert result.stop_reason == "end_turn"
     assert client.text().startswith("Compacted the conversation:"), client.text()
+    assert [u for u in client.raw if u["sessionUpdate"].startswith("compaction")] == []
     assert len(scripted.requests_for("chat")) == 4
+
+
+async def test_the_environments_compact_model_is_used_as_on_the_lsp_door(scripted, daemon_env,
+                                                                        workspace):
+    scripted.add_scenario("talk", {"steps": [
+        {"content": [{"type": "text", "text": f"Answer {n}. " * 50}]} for n in range(3)]})
+    scripted.add_scenario("summ", {"steps": [
+        {"content": [{"type": "text", "text": "<summary>We talked.</summary>"}]}]})
+    client = Recorder()
+    env = {**daemon_env, "HEDDLE_MODEL": "talk", "HEDDLE_COMPACT_MODEL": "summ"}
+    async with agent(env, workspace, client) as (conn, _, _):
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        for word in ("one", "two", "three"):
+            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(word)]), 30)
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("/compact")]), 30)
+    assert client.text().endswith(" tokens."), client.text()[-200:]
+    assert len(scripted.requests_for("summ")) == 1  # HEDDLE_COMPACT_MODEL wrote the summary
+    assert len(scripted.requests_for("talk")) == 3

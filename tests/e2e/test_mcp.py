@@ -37,6 +37,19 @@ def pids(starts: Path) -> list[int]:
     return [int(line) for line in starts.read_text().split()] if starts.exists() else []
 
 
+def bytes_read(pid: int) -> int:
+    """What the process has read so far (all files), as Linux counts it."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no rchar in /proc/{pid}/io")
+
+
+async def until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.01)
+
+
 def results(scripted, model: str, request: int = -1) -> list[dict]:
     return [b for b in scripted.requests_for(model)[request].body["messages"][-1]["content"]
             if b["type"] == "tool_result"]
@@ -151,9 +164,11 @@ async def test_cancel_during_a_call_closes_it_and_the_server_keeps_serving(
         DONE]})
     opened = await new_session(client, workspace, "cancel")
     sid = opened["sessionId"]
+    (server,) = pids(starts)
+    idle = bytes_read(server)  # ready: it reads nothing until it is sent a call
     turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
     await client.wait_for_event("toolCallStarted", timeout=30)
-    await asyncio.sleep(0.3)  # the call is with the server
+    await asyncio.wait_for(until(lambda: bytes_read(server) > idle), 30)  # it has the call
     client.protocol.notify("turn/cancel", {"sessionId": sid})
 
     result = await asyncio.wait_for(turn, 15)
@@ -253,7 +268,7 @@ async def test_servers_stop_with_their_session_and_with_the_daemon(
     client = await lsp.start(daemon_env, daemon_command)
     try:
         one = await new_session(client, workspace, "child")
-        two = await new_session(client, workspace, "child")
+        await new_session(client, workspace, "child")  # a second session: its own server
         await client.call("turn/start", {"sessionId": one["sessionId"], "prompt": "go"})
         child = int(results(scripted, "child")[0]["content"])
         first, second = pids(starts)

@@ -14,12 +14,12 @@ import datetime
 import functools
 import logging
 import os
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
 
+import anyio
 import msgspec
 from acp.exceptions import RequestError
 from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
@@ -29,27 +29,21 @@ from heddle.acp import asking, hello
 from heddle.acp.files import ClientFiles
 from heddle.acp.mcp_servers import attach as attach_mcp
 from heddle.acp.terminal import ClientTerminalBash
-from heddle.acp.updates import Translator
+from heddle.acp.updates import COMPACTION_KINDS, Translator, compaction_update
 from heddle.core.events import TerminalReason, TurnEnded
-from heddle.core.stream import ModelCaller
-from heddle.envvars import number
 from heddle.loop.prompt import ContextItem
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.permissions.policy import MODES, PermissionPolicy
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.transport import Pressure
-from heddle.sessions.session import Session, SessionError, SessionOptions, SessionRegistry
+from heddle.sessions.session import Session, SessionError, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import (TurnDeps, TurnRequest, compact_session, start_turn,
-                                   table_limits)
-from heddle.settings import LoadedSettings, cache_from_env, load_settings
-from heddle.tools.registry import builtin_tools
+from heddle.sessions.setup import from_env
+from heddle.sessions.turns import CompactionNote, TurnRequest, compact_session, start_turn
+from heddle.settings import LoadedSettings, load_settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
-"""The same default as `heddle serve` (heddle.rpc.server, which this process does not load)."""
 STOP_REASONS = {
     TerminalReason.COMPLETED: "end_turn",
     TerminalReason.ABORTED_STREAMING: "cancelled",
@@ -101,22 +95,27 @@ class HeddleAgent:
     def __init__(self, env: dict[str, str], pressure: Pressure | None = None):
         self.env = env
         self.pressure = pressure or Pressure()
-        self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
-        self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
-        self.fs_timeout = number(env, "HEDDLE_APPLY_EDIT_TIMEOUT", 30, minimum=0.001)
-        window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
+        self.setup = setup = from_env(env, compactions=self._compaction)  # as the LSP door's
+        self.default_model = setup.default_model
+        self.permission_timeout = setup.permission_timeout
+        self.fs_timeout = setup.edit_timeout
         self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
                                         else sessions_dir(env))
-        self.model = AnthropicModel(ModelSettings.from_env(env))
-        cache, problems = cache_from_env(env)
-        for problem in problems:
-            log.warning("%s", problem)
-        self.turn_deps = TurnDeps(
-            model_for=self.model_for, tools=builtin_tools(), new_id=lambda: uuid.uuid4().hex,
-            limits_for=table_limits(window), cache=cache)
+        self.model = setup.model
+        self.turn_deps = setup.deps
         self.builtin_bash = self.turn_deps.tools["Bash"]
         self.client_fs = (False, False)
         """(readTextFile, writeTextFile) as the client advertised them."""
+        self.client_compaction = False
+        """Whether the client declared `session.compaction` (set by `heddle.acp.door` from the
+        raw `initialize`: the SDK's schema does not know it yet)."""
+        self._emitters: dict[str, list[TurnEmitter]] = {}
+        """The running turn's emitters, by session (a compaction update follows what they
+        hold)."""
+        self._compacting: dict[str, anyio.CancelScope] = {}
+        """`/compact` running, by session (`session/cancel` cancels it)."""
+        self._started: dict[str, int] = {}
+        """Compactions shown to the client, by session."""
         self.translators: dict[str, Translator] = {}
         self.request: Callable[[str, dict[str, Any]], Any] = _unconnected
         self.notify: Callable[[str, dict[str, Any]], None] = lambda method, params: None
@@ -136,15 +135,27 @@ class HeddleAgent:
         if translator is not None and call_id:
             self.update(session_id, translator.terminal(call_id, terminal_id))
 
-    def model_for(self, model: str) -> ModelCaller:
-        return self.model
-
     @property
     def authenticated(self) -> bool:
         return hello.authenticated(self.env)
 
     def update(self, session_id: str, update: dict[str, Any]) -> None:
+        if update["sessionUpdate"] in COMPACTION_KINDS and not self.client_compaction:
+            return  # never what the client did not declare
         self.notify("session/update", {"sessionId": session_id, "update": update})
+
+    def _compaction(self, session: Session, note: CompactionNote) -> None:
+        """A compaction started or ended (in a turn, or `/compact`): after what the turn's
+        emitters hold, so it keeps its place in the timeline."""
+        if not self.client_compaction:
+            return
+        if note.status == "in_progress":
+            self._started[session.id] = self._started.get(session.id, 0) + 1
+        for emitter in self._emitters.get(session.id, ()):
+            emitter.flush()
+        tokens = (note.tokens_before, note.tokens_after) if note.status == "completed" else None
+        self.update(session.id, compaction_update(note.compaction_id, note.status, note.summary,
+                                                  note.error, tokens))
 
     # -- initialize, authenticate ------------------------------------------------------------
     async def initialize(self, protocol_version: int, client_capabilities: Any = None,
@@ -176,6 +187,7 @@ class HeddleAgent:
         settings = load_settings(Path(os.path.realpath(cwd)) if os.path.isabs(cwd) else None)
         policy = PermissionPolicy.from_settings(settings)
         session = self.sessions.new(cwd, settings.settings.model or self.default_model, policy,
+                                    defaults=self.setup.defaults_for(settings),
                                     mode_from_settings=True)
         session.cache = settings.settings.cache
         self._attach(session)
@@ -192,8 +204,11 @@ class HeddleAgent:
         self._need_auth()
         session, loaded, settings = self._load(session_id)
         replay = Translator(session.workspace, replay=True)
+        manual = list(loaded.compactions)  # (events before it, summary), in order
         turn = None
-        for turn_id, event in loaded.events:
+        for index, (turn_id, event) in enumerate(loaded.events):
+            while manual and manual[0][0] <= index:
+                self.update(session.id, replay.compacted(manual.pop(0)[1]))
             if turn_id != turn:
                 for update in replay.close():
                     self.update(session.id, update)
@@ -202,6 +217,8 @@ class HeddleAgent:
                 self.update(session.id, update)
         for update in replay.close():
             self.update(session.id, update)
+        for _, summary in manual:
+            self.update(session.id, replay.compacted(summary))
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
@@ -240,8 +257,9 @@ class HeddleAgent:
         def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
             read.append(load_settings(Path(workspace)))
             return PermissionPolicy.from_settings(read[-1], mode)
-        session, loaded = self.sessions.load(session_id, policy_for, SessionOptions())
-        if read:
+        session, loaded = self.sessions.load(session_id, policy_for, self.setup.options)
+        if read:  # the settings' fallback model and limits, read with the session's folder
+            session.options = session.options.over(self.setup.defaults_for(read[-1]))
             session.cache = read[-1].settings.cache
         self._attach(session)
         return session, loaded, read[-1] if read else None
@@ -286,6 +304,9 @@ class HeddleAgent:
     async def prompt(self, session_id: str, prompt: list, **_: Any) -> dict[str, Any]:
         session = self.sessions.get(session_id)
         text, context = prompt_of(prompt)
+        if session.id in self._compacting:  # both would replace the conversation
+            raise SessionError("busy", f"session {session.id} is compacting; prompt it when "
+                               "/compact has answered")
         if text.strip().split(" ", 1)[0] == "/compact":
             return await self._compact(session)
         translator = self.translators.setdefault(session.id, Translator(session.workspace))
@@ -305,10 +326,15 @@ class HeddleAgent:
             return emitter
 
         request = TurnRequest(text, context)
-        turn_id, terminal = await start_turn(
-            session, request, self.turn_deps, emit_for,
-            lambda turn_id: asking.asker(session, self.request, translator,
-                                         self.permission_timeout))
+        self._emitters[session.id] = emitters
+        try:
+            turn_id, terminal = await start_turn(
+                session, request, self.turn_deps, emit_for,
+                lambda turn_id: asking.asker(session, self.request, translator,
+                                             self.permission_timeout))
+        finally:
+            if self._emitters.get(session.id) is emitters:
+                del self._emitters[session.id]
         for emitter in emitters:
             if emitter.turn_id == turn_id:
                 emitter(TurnEnded(terminal.reason, terminal.usage, terminal.error))
@@ -328,15 +354,28 @@ class HeddleAgent:
             "cachedWriteTokens": u.cache_creation_input_tokens}}
 
     async def _compact(self, session: Session) -> dict[str, Any]:
-        try:
-            before, after, _ = await compact_session(session, self.turn_deps)
-            said = f"Compacted the conversation: {before} → {after} tokens."
-        except SessionError as exc:
-            if exc.kind == "busy":
-                raise
-            said = f"Nothing was compacted: {exc}"
-        self.update(session.id, {"sessionUpdate": "agent_message_chunk",
-                                 "content": {"type": "text", "text": said}})
+        """`/compact`. A client that declared `session.compaction` sees it as compaction
+        updates (`_compaction`); any other, and one for which no compaction started (nothing
+        to compact), is told in an agent message. `session/cancel` cancels it."""
+        started = self._started.get(session.id, 0)
+        said = ""
+        with anyio.CancelScope() as scope:
+            self._compacting[session.id] = scope
+            try:
+                before, after, _ = await compact_session(session, self.turn_deps)
+                said = f"Compacted the conversation: {before} → {after} tokens."
+            except SessionError as exc:
+                if exc.kind == "busy":
+                    raise
+                said = f"Nothing was compacted: {exc}"
+            finally:
+                del self._compacting[session.id]
+        if scope.cancelled_caught:
+            log.info("session %s: /compact cancelled", session.id)
+            return {"stopReason": "cancelled"}
+        if not (self.client_compaction and self._started.get(session.id, 0) > started):
+            self.update(session.id, {"sessionUpdate": "agent_message_chunk",
+                                     "content": {"type": "text", "text": said}})
         return {"stopReason": "end_turn"}
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -348,6 +387,9 @@ class HeddleAgent:
         if session.turn is not None:
             log.info("cancelling turn %s (session/cancel)", session.turn.id)
             session.turn.cancel()
+        if session.id in self._compacting:
+            log.info("cancelling /compact of session %s (session/cancel)", session.id)
+            self._compacting[session.id].cancel()
 
     async def cancel_all(self) -> None:
         """Cancel every turn and wait for them to end."""

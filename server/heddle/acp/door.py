@@ -16,6 +16,7 @@ kills them and exits at once.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import signal
@@ -42,7 +43,8 @@ def serve_stdio() -> int:
 def _load() -> Any:
     """The SDK and the core (on a worker thread)."""
     from heddle.acp import agent
-    import acp.agent.router, acp.connection  # noqa: E401, F401
+    for name in ("acp.agent.router", "acp.connection"):
+        importlib.import_module(name)
     return agent
 
 
@@ -60,6 +62,17 @@ class _Inbox:
 
     async def close(self) -> None:
         await self._transport.close()
+
+
+def _raw_capabilities(router: Any, agent: Any) -> Any:
+    """The SDK's router, and what its schema drops from an `initialize` it answered: the
+    client capabilities it does not know yet (`session.compaction`)."""
+    async def route(method: str, params: Any, is_notification: bool) -> Any:
+        result = await router(method, params, is_notification)
+        if method == "initialize" and not is_notification and isinstance(params, dict):
+            agent.client_compaction = hello.client_compaction(params)
+        return result
+    return route
 
 
 async def _pump(transport: StdioTransport, queue: asyncio.Queue) -> None:
@@ -111,8 +124,10 @@ async def _serve() -> int:
     if early is not None:
         agent.client_fs = hello.client_fs(early)
         agent.use_terminal(hello.client_terminal(early))
+        agent.client_compaction = hello.client_compaction(early)
     # unstable: session/resume is there only (session/fork and session/close are not served)
-    conn = Connection(build_agent_router(agent, use_unstable_protocol=True),
+    conn = Connection(_raw_capabilities(build_agent_router(agent, use_unstable_protocol=True),
+                                        agent),
                       _Inbox(transport, held, queue), listening=False)
     agent.request = conn.send_request
     agent.notify = lambda method, params: transport.write(

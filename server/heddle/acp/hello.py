@@ -65,3 +65,11 @@ def client_terminal(params: dict[str, Any]) -> bool:
     """Whether an `initialize`'s params advertise `terminal`."""
     caps = params.get("clientCapabilities") or {}
     return isinstance(caps, dict) and caps.get("terminal") is True
+
+
+def client_compaction(params: dict[str, Any]) -> bool:
+    """Whether an `initialize`'s params declare `session.compaction` (an object, `{}`: ACP v1's
+    opt-in to `compaction_update` and `compaction_summary_chunk`)."""
+    caps = params.get("clientCapabilities") or {}
+    session = caps.get("session") if isinstance(caps, dict) else None
+    return isinstance(session, dict) and isinstance(session.get("compaction"), dict)

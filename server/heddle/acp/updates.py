@@ -10,6 +10,10 @@ ACP replaces a tool call's `content` as a whole on each update, so the translato
 call's content (its diffs, and at most OUTPUT_CHARS of the newest live output) and sends all
 of it. Every call it reported gets a final status: the core finishes each call, and a call
 still open when its turn ends (a transcript cut by a crash) is reported `failed`.
+
+A compaction that summarised the conversation is replayed as one `completed`
+`compaction_update` at its place; live ones are reported by the compactor as they run
+(`heddle.acp.agent`), so here live `compaction` events are not shown twice.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ KINDS = {"Read": "read", "Edit": "edit", "MultiEdit": "edit", "Write": "edit",
 OUTPUT_CHARS = 32 * 1024
 """Newest characters of a call's live output shown in its tool call."""
 STATUS = {"ok": "completed", "error": "failed", "rejected": "failed", "cancelled": "failed"}
+SUMMARY_LAYERS = ("collapse", "auto", "reactive", "manual")
+"""Compaction layers that summarise (and are shown as compactions); snip and microcompact only
+trim old content, and are redone from the full history at each load."""
+COMPACTION_KINDS = ("compaction_update", "compaction_summary_chunk")
+"""Updates only a client that declared `session.compaction` is sent."""
 
 
 def kind_of(tool: str) -> str:
@@ -33,6 +42,21 @@ def kind_of(tool: str) -> str:
 
 def text(t: str) -> dict[str, Any]:
     return {"type": "text", "text": t}
+
+
+def compaction_update(compaction_id: str, status: str, summary: str = "", error: str = "",
+                      tokens: tuple[int, int] | None = None) -> dict[str, Any]:
+    """ACP's `compaction_update`: the summary only with `completed`, the error only with
+    `failed` (as the spec asks); the token counts in `_meta.heddle`."""
+    update: dict[str, Any] = {"sessionUpdate": "compaction_update",
+                              "compactionId": compaction_id, "status": status}
+    if status == "completed" and summary:
+        update["summary"] = [text(summary)]
+    if status == "failed" and error:
+        update["error"] = error
+    if tokens is not None:
+        update["_meta"] = {"heddle": {"tokensBefore": tokens[0], "tokensAfter": tokens[1]}}
+    return update
 
 
 class _Call:
@@ -66,6 +90,8 @@ class Translator:
         self.replay = replay
         """Replaying a transcript: the prompts are shown too (live, the client sent them)."""
         self.calls: dict[str, _Call] = {}
+        self.compactions = 0
+        """Compactions replayed so far (their ids)."""
 
     def __call__(self, ev: dict[str, Any]) -> list[dict[str, Any]]:
         kind = ev.get("kind")
@@ -78,7 +104,13 @@ class Translator:
                     ] if self.replay else []
         if kind == "agent":  # a sub-agent: its tool calls are shown, its text is its answer
             inner = ev.get("event") or {}
-            return self(inner) if str(inner.get("kind", "")).startswith("tool") else []
+            inner_kind = str(inner.get("kind", ""))
+            return self(inner) if inner_kind.startswith("tool") or inner_kind == "compaction" \
+                else []
+        if kind == "compaction":  # live, the compactor reports them as they run (agent.py)
+            return [self.compacted(ev.get("summary") or "", (ev.get("tokensBefore", 0),
+                                                             ev.get("tokensAfter", 0)))
+                    ] if self.replay and ev.get("layer") in SUMMARY_LAYERS else []
         if kind == "toolCallStarted":
             call_id, tool = ev["toolCallId"], ev["tool"]
             self.calls.setdefault(call_id, _Call(tool))
@@ -101,6 +133,12 @@ class Translator:
         if kind == "turnEnded":
             return self.close()
         return []
+
+    def compacted(self, summary: str, tokens: tuple[int, int] | None = None) -> dict[str, Any]:
+        """A replayed compaction, at its place in the timeline: one `completed` update."""
+        self.compactions += 1
+        return compaction_update(f"replay-{self.compactions}", "completed", summary,
+                                 tokens=tokens)
 
     def terminal(self, call_id: str, terminal_id: str) -> dict[str, Any]:
         """The update that embeds a client terminal in its call."""

@@ -118,6 +118,9 @@ class FdReader:
         """What has arrived (waiting for something); b"" at the end of input."""
         return os.read(self._fd, 1 << 16)
 
+    def fileno(self) -> int:
+        return self._fd
+
 
 class Frames:
     """The messages on a byte stream: decoded JSON values and `BadInput`s, in order."""

@@ -14,7 +14,6 @@ import asyncio
 import logging
 import os
 import signal
-import uuid
 from typing import Any
 
 import anyio
@@ -24,7 +23,7 @@ import heddle
 from heddle import secret_env
 from heddle.core.stream import ModelCaller
 from heddle.envvars import number
-from heddle.model.anthropic_client import AnthropicModel, ModelSettings
+from heddle.model.anthropic_client import AnthropicModel
 from heddle.processes.reaper import REAPER
 from heddle.rpc import documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
@@ -34,14 +33,11 @@ from heddle.rpc.pygls_adapter import converter
 from heddle.rpc.transport import StdioTransport
 from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
 from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.sessions.setup import from_env
 from heddle.sessions.transcript import sessions_dir
-from heddle.sessions.turns import TurnDeps, table_limits
-from heddle.settings import cache_from_env
-from heddle.tools.registry import builtin_tools
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 SHUTDOWN_GRACE = 5.0
 """Seconds a stopping daemon gives its turns to end and its answers to go out."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -54,27 +50,19 @@ class HeddleServer(LanguageServer):
         super().__init__("heddle", heddle.__version__, protocol_cls=HeddleProtocol,
                          converter_factory=converter)
         env = secret_env.environ() if env is None else dict(env)  # the held API key included
-        self.default_model = env.get("HEDDLE_MODEL") or DEFAULT_MODEL
-        self.fallback_model = env.get("HEDDLE_FALLBACK_MODEL") or None
-        self.summary_model = env.get("HEDDLE_SUMMARY_MODEL") or None
-        self.compact_model = env.get("HEDDLE_COMPACT_MODEL") or None
-        window = int(number(env, "HEDDLE_CONTEXT_WINDOW", 0, whole=True))
-        self.permission_timeout = number(env, "HEDDLE_PERMISSION_TIMEOUT", 600, minimum=0.001)
-        self.apply_edit_timeout = number(env, "HEDDLE_APPLY_EDIT_TIMEOUT", 30, minimum=0.001)
+        setup = from_env(env)  # what the ACP door's turns run with too
+        self.default_model = setup.default_model
+        self.options = setup.options
+        self.fallback_model = setup.options.fallback_model
+        self.permission_timeout = setup.permission_timeout
+        self.apply_edit_timeout = setup.edit_timeout
         self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
-        self.model_settings = ModelSettings.from_env(env)
         self.state_sessions = sessions_dir(env)
         self.sessions = SessionRegistry(None if env.get("HEDDLE_NO_TRANSCRIPTS")
                                         else self.state_sessions)
-        self.tools = builtin_tools()
-        self._models: dict[str, ModelCaller] = {}
-        cache, problems = cache_from_env(env)
-        for problem in problems:
-            log.warning("%s", problem)
-        self.turn_deps = TurnDeps(
-            model_for=self.model_for, tools=self.tools, new_id=lambda: uuid.uuid4().hex,
-            limits_for=table_limits(window),
-            cache=cache)
+        self.model = setup.model
+        self.turn_deps = setup.deps
+        self.tools = self.turn_deps.tools
         self._stop = asyncio.Event()
         self.exit_code = 0
         self.stopping = False
@@ -89,13 +77,10 @@ class HeddleServer(LanguageServer):
     # -- state --------------------------------------------------------------------------------
     def model_for(self, model: str) -> ModelCaller:
         """One model caller (one HTTP connection pool) per daemon; the model id is per request."""
-        if "default" not in self._models:
-            self._models["default"] = AnthropicModel(self.model_settings)
-        return self._models["default"]
+        return self.turn_deps.model_for(model)
 
     def session_options(self) -> SessionOptions:
-        return SessionOptions(fallback_model=self.fallback_model, summary_model=self.summary_model,
-                              compact_model=self.compact_model)
+        return self.options
 
     def heddle_capabilities(self) -> dict[str, Any]:
         return heddle_capabilities(list(self.tools))

@@ -17,7 +17,10 @@ nothing overtakes.
 A client that sends requests and does not read the answers gets back-pressure on its stdin:
 while more than READ_PAUSE bytes wait for it (or MAX_BACKLOG messages that were read wait to
 be handled), the reader stops reading, so the pipe fills and the client's writes wait, until
-the queue is under READ_RESUME. The pause falls between messages, never inside one.
+the queue is under READ_RESUME. The pause falls between messages, never inside one. A paused
+reader still watches stdin for its other end closing (`hung_up`, every HANGUP_POLL seconds):
+a client that went away while it was not reading stops the daemon as stdin closing does.
+`must_pause` and `may_resume` are the rule; the ACP door's transport applies it too.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import select
 import threading
 from typing import BinaryIO, Callable
 
@@ -45,6 +49,32 @@ READ_RESUME = 512 * 1024
 MAX_BACKLOG = 1000
 """Messages read but not handled yet (kept during start-up, or behind a busy loop) above
 which stdin is not read; reading resumes under half of it."""
+HANGUP_POLL = 0.2
+"""Seconds between two looks, while stdin is not read, at whether its other end closed."""
+_HANGUP = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
+
+
+def must_pause(buffered: int, backlog: int) -> bool:
+    """Whether to stop reading stdin: `buffered` bytes wait for the client to read them, or
+    `backlog` messages that were read wait to be handled."""
+    return buffered > READ_PAUSE or backlog > MAX_BACKLOG
+
+
+def may_resume(buffered: int, backlog: int, stalled: bool) -> bool:
+    """Whether a paused reader may read again; `stalled`: it paused for the bytes (then they
+    must fall under READ_RESUME), not only for the backlog."""
+    return buffered <= (READ_RESUME if stalled else READ_PAUSE) and backlog <= MAX_BACKLOG // 2
+
+
+def hung_up(fd: int) -> bool:
+    """Whether the other end of `fd` (a pipe, a socket) has closed, seen without reading from
+    it: data the client wrote before it may still wait there. Never true of a regular file."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | _HANGUP)
+    try:
+        return any(events & _HANGUP for _, events in poller.poll(0))
+    except OSError:
+        return True
 
 
 class Pressure:
@@ -258,7 +288,10 @@ class StdioTransport:
                 self._read += 1
                 self._call_soon(self._dispatch, item)
                 if not self._wait_for_room():
-                    return
+                    if self._closed:
+                        return
+                    why = "stdin closed while it was not read"
+                    break
         except OSError as exc:
             why = "reading stdin failed"
             log.error("reading stdin failed: %s", exc)
@@ -280,9 +313,12 @@ class StdioTransport:
 
     def _wait_for_room(self) -> bool:
         """Before the next message: wait while the client leaves too much unread, or the loop
-        is far behind. False once the transport is closed."""
-        if self.buffered <= READ_PAUSE and self.backlog <= MAX_BACKLOG:
+        is far behind. False once the transport is closed, or stdin's other end closed
+        meanwhile."""
+        if not must_pause(self.buffered, self.backlog):
             return not self._closed
+        fd = self._stdin.fileno()
+        gone = False
         with self._lock:
             self._paused = True
             stalled = False
@@ -292,15 +328,20 @@ class StdioTransport:
                     self.pauses += 1
                     log.info("the client reads nothing: %d bytes wait for it; stdin is not "
                              "read until it has read half of them", self.buffered)
-                if self._room_to_read():
+                if self._room_to_read(stalled):
                     break
-                if not self._room.wait(5.0) and self._room_to_read():  # a bug, not the client
-                    log.warning("the stdin reader missed a wake-up")
+                self._room.wait(HANGUP_POLL)
+                if not self._room_to_read(stalled) and hung_up(fd):
+                    log.warning("stdin closed while it was not read (%d bytes waited for the "
+                                "client, %d messages to be handled)", self.buffered,
+                                self.backlog)
+                    gone = True
+                    break
             self._paused, self._resume_at = False, READ_PAUSE
-        if stalled:
+        if stalled and not gone:
             log.info("reading stdin again; at most %d bytes waited for the client",
                      self.peak_buffered)
-        return not self._closed
+        return not (self._closed or gone)
 
-    def _room_to_read(self) -> bool:
-        return self.buffered <= self._resume_at and self.backlog <= MAX_BACKLOG // 2
+    def _room_to_read(self, stalled: bool) -> bool:
+        return may_resume(self.buffered, self.backlog, stalled)

@@ -17,7 +17,10 @@ crash loses nothing that was already shown:
                                                            of its tool calls (its message may
                                                            never become final)
     {"type": "event", "turnId", "event"}                   an event as the editor was sent it
-    {"type": "compacted", "turnId", "messages"}            the history was replaced by a summary
+    {"type": "compacted", "turnId", "messages", "summary"?}
+                                                           the history was replaced by a summary
+                                                           (`summary`: by `session/compact`, whose
+                                                           summary is in no event)
     {"type": "rules", "rules": [{"kind", "rule"}]}         the session's own permission rules,
                                                            whole, after each change
     {"type": "configured", "permissionMode"?, "model"?, "at"}
@@ -143,8 +146,12 @@ class TranscriptWriter:
     def event(self, turn_id: str, event: Any) -> None:
         self._write({"type": "event", "turnId": turn_id, "event": event})
 
-    def compacted(self, turn_id: str, messages: tuple[Message, ...]) -> None:
-        self._write({"type": "compacted", "turnId": turn_id, "messages": messages})
+    def compacted(self, turn_id: str, messages: tuple[Message, ...],
+                  summary: str | None = None) -> None:
+        record: dict[str, Any] = {"type": "compacted", "turnId": turn_id, "messages": messages}
+        if summary is not None:
+            record["summary"] = summary
+        self._write(record)
 
     def rules(self, rules: Iterable[Any]) -> None:
         """The session's own rules (objects with `kind` and `pattern`), all of them."""
@@ -208,6 +215,9 @@ class Loaded:
     model: str | None = None
     permission_mode: str | None = None
     """The latest `session/configure` changes; None: the header's."""
+    compactions: list[tuple[int, str]] = field(default_factory=list)
+    """(how many `events` came before it, summary) of each compaction outside a turn
+    (`session/compact`); those in a turn are `compaction` events."""
 
 
 class _Finished(msgspec.Struct, frozen=True):
@@ -305,8 +315,11 @@ class _Reader:
                 message = msgspec.convert(record["message"], Message)
                 self.convo = (append_user(self.convo, message.content) if message.role == "user"
                               else self.convo + (message,))
-        elif kind == "compacted" and self.with_messages:
-            self.convo = tuple(msgspec.convert(record["messages"], list[Message]))
+        elif kind == "compacted":
+            if isinstance(record.get("summary"), str):
+                self.out.compactions.append((len(self.out.events), record["summary"]))
+            if self.with_messages:
+                self.convo = tuple(msgspec.convert(record["messages"], list[Message]))
 
     def _shown(self, event: dict, task: str | None, agent: str | None) -> None:
         """Follow what a turn shows: its current call's text and tools, what is still open."""

@@ -9,12 +9,15 @@ if that turn completes; otherwise it runs as a turn of its own.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Callable, Literal, Mapping
 
 import anyio
+import anyio.lowlevel
 
+from heddle.context.compactor import CompactResult, Compactor
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
@@ -45,11 +48,32 @@ from heddle.sessions.transcript import TranscriptWriter, sessions_dir
 from heddle.tools.base import schema_of
 from heddle.settings import CacheSettings, ModelLimitSettings
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MAX_TURNS = 100
 LIGHT_LAYERS = ("snip", "microcompact")
 QUEUED_NOTE = "[The user sent this while you were working]\n"
 
 IfBusy = Literal["reject", "interrupt", "queue"]
+CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class CompactionNote:
+    """One step of a model compaction: its id (the same from start to end), its status, and,
+    once it is over, the summary (completed) or what went wrong (failed)."""
+
+    compaction_id: str
+    status: CompactionStatus
+    reason: str
+    """The pipeline's layer: `auto` (also for `compact_session`), `collapse`, `reactive`."""
+    summary: str = ""
+    error: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+CompactionListener = Callable[[Session, CompactionNote], None]
 
 
 @dataclass(frozen=True)
@@ -62,6 +86,9 @@ class TurnDeps:
     """A model's limits, given the settings' `[models]` entries; None: the built-in table's."""
     cache: CacheSettings = CacheSettings(prompt_cache=True, ttl="5m", context_editing=False)
     """The daemon's prompt-cache defaults (a session's settings files may override them)."""
+    compactions: CompactionListener | None = None
+    """Told when each of a session's model compactions starts and how it ends (a door that
+    shows them); None: nobody is."""
 
 
 @dataclass(frozen=True)
@@ -251,10 +278,52 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
                         tuple(schema_of(t) for t in tools_of(session, deps).values()),
                         (cache.ttl or "5m") if cache.prompt_cache else None,
                         session.options.thinking_budget)
-        session.compactor = CircuitBreaker(ModelCompactor(
+        compactor: Compactor = ModelCompactor(
             deps.model_for(session.model), compact_model=session.options.compact_model,
-            prefix=prefix, limits_for=session_limits(session, deps)))
+            prefix=prefix, limits_for=session_limits(session, deps))
+        if deps.compactions is not None:
+            compactor = _Reported(compactor, session, deps.compactions, deps.new_id)
+        session.compactor = CircuitBreaker(compactor)
     return session.compactor
+
+
+class _Reported:
+    """A compactor whose every call is told to a listener: started, then how it ended. Inside
+    the circuit breaker, so a compaction the breaker refuses never starts."""
+
+    def __init__(self, compactor: Compactor, session: Session, listener: CompactionListener,
+                 new_id: Callable[[], str]):
+        self._compactor, self._session, self._listener = compactor, session, listener
+        self._new_id = new_id
+
+    def _tell(self, note: CompactionNote) -> None:
+        try:
+            self._listener(self._session, note)
+        except Exception:  # showing it must never break the compaction
+            log.exception("a compaction listener failed")
+
+    async def __call__(self, messages: tuple[Message, ...], model: str, reason: str
+                       ) -> CompactResult:
+        cid = self._new_id()
+        self._tell(CompactionNote(cid, "in_progress", reason))
+        try:
+            try:
+                result = await self._compactor(messages, model, reason)
+            except Exception:
+                # the compactor's own model call ends a cancel as a failure: a cancelled
+                # caller is told so here (and the cancel goes on, rather than the failure)
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                raise
+        except Exception as exc:
+            self._tell(CompactionNote(cid, "failed", reason, error=str(exc) or repr(exc)))
+            raise
+        except BaseException:  # cancelled (the turn, `/compact`, or the agent stopping)
+            self._tell(CompactionNote(cid, "cancelled", reason))
+            raise
+        self._tell(CompactionNote(cid, "completed", reason, summary=result.summary,
+                                  tokens_before=result.tokens_before,
+                                  tokens_after=result.tokens_after))
+        return result
 
 
 async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
@@ -274,7 +343,7 @@ async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
                            "see the log")
     session.messages, summary = result
     if session.transcript is not None:
-        session.transcript.compacted("manual", session.messages)
+        session.transcript.compacted("manual", session.messages, summary)
     return before, tokens_of(session.messages), summary
 
 

@@ -305,8 +305,7 @@ class HeddleAgent:
         session = self.sessions.get(session_id)
         text, context = prompt_of(prompt)
         if session.id in self._compacting:  # both would replace the conversation
-            raise SessionError("busy", f"session {session.id} is compacting; prompt it when "
-                               "/compact has answered")
+            raise SessionError("busy", f"session {session.id} is running /compact")
         if text.strip().split(" ", 1)[0] == "/compact":
             return await self._compact(session)
         translator = self.translators.setdefault(session.id, Translator(session.workspace))

@@ -34,7 +34,7 @@ environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
   ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); for a
                        local model server any non-empty ANTHROPIC_API_KEY will do
-  HEDDLE_MODEL         the model when -m is not given
+  HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
 On a terminal, every edit and command that needs permission is asked about. Without one (a
@@ -65,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("prompt", nargs="+", help="what to ask")
     p.add_argument("-w", "--workspace", default=".", help="workspace folder (default: the current one)")
-    p.add_argument("-m", "--model", help="model id (default: HEDDLE_MODEL or the daemon's default)")
+    p.add_argument("-m", "--model", help="model id (default: the settings files' model, else "
+                                         "HEDDLE_MODEL, else the built-in default)")
     p.add_argument("--mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"],
                    help="permission mode (default: permissions.mode of the settings files, "
                         "else default)")

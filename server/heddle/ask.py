@@ -42,7 +42,8 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 --mode bypassPermissions allows everything.
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
-Exit status: 0 the turn completed, 130 it was cancelled, 1 anything else.
+Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
+line, 1 anything else.
 """
 
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "

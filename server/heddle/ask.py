@@ -34,7 +34,7 @@ environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
   ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); for a
                        local model server any non-empty ANTHROPIC_API_KEY will do
-  HEDDLE_MODEL         the model when -m is not given
+  HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
 On a terminal, every edit and command that needs permission is asked about. Without one (a
@@ -42,7 +42,8 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 --mode bypassPermissions allows everything.
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
-Exit status: 0 the turn completed, 130 it was cancelled, 1 anything else.
+Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
+line, 1 anything else.
 """
 
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
@@ -65,7 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("prompt", nargs="+", help="what to ask")
     p.add_argument("-w", "--workspace", default=".", help="workspace folder (default: the current one)")
-    p.add_argument("-m", "--model", help="model id (default: HEDDLE_MODEL or the daemon's default)")
+    p.add_argument("-m", "--model", help="model id (default: the settings files' model, else "
+                                         "HEDDLE_MODEL, else the built-in default)")
     p.add_argument("--mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"],
                    help="permission mode (default: permissions.mode of the settings files, "
                         "else default)")

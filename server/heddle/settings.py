@@ -112,7 +112,8 @@ class McpServerSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True)
 class McpSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     servers: dict[str, McpServerSettings] = {}
     startup_timeout: float | None = None
-    """Seconds a new session waits for its servers before its first model call (omitted: 5)."""
+    """Seconds a new session waits for its servers before its first model call (omitted: 5;
+    0: it does not wait)."""
 
 
 CacheTtl = Literal["5m", "1h"]
@@ -381,7 +382,8 @@ def merge(user: Settings, project: Settings) -> Settings:
         tools=ToolSettings(pass_env=user.tools.pass_env + project.tools.pass_env),
         cache=project.cache.over(user.cache),
         mcp=McpSettings(servers={**user.mcp.servers, **project.mcp.servers},
-                        startup_timeout=project.mcp.startup_timeout or user.mcp.startup_timeout))
+                        startup_timeout=user.mcp.startup_timeout
+                        if project.mcp.startup_timeout is None else project.mcp.startup_timeout))
 
 
 # --- trust ------------------------------------------------------------------------------------

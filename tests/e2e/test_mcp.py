@@ -401,3 +401,26 @@ async def test_a_servers_secrets_in_its_stderr_are_masked(
                           Path(daemon_env["XDG_STATE_HOME"]).rglob("*.jsonl"))
     for secret in (SECRET, "ghp-passed-through"):
         assert secret not in log + transcripts + json.dumps(leak)
+
+
+async def test_a_startup_timeout_of_0_answers_without_waiting_for_the_servers(
+        client, scripted, workspace, user_file, starts, tmp_path):
+    """The project's `startup_timeout = 0` wins over the user's 40 and means: do not wait. The
+    server's gate opens as soon as its process runs, so a session that waited for it (5 s, or
+    the user's 40) would find it ready."""
+    gate = tmp_path / "gate"
+    write_settings(user_file, server_toml("srv", starts, env=f', MCP_TEST_GATE = "{gate}"'))
+    write_settings(workspace / ".heddle/settings.toml", "[mcp]\nstartup_timeout = 0\n")
+    scripted.add_scenario("now", {"steps": [DONE]})
+    pending = asyncio.ensure_future(new_session(client, workspace, "now"))
+    for _ in range(600):
+        if pending.done() or pids(starts):
+            break
+        await asyncio.sleep(0.05)
+    gate.touch()
+    opened = await pending
+    assert opened.get("untrustedSettings") is None  # the project file only narrows: it applies
+    (srv,) = opened["mcpServers"]
+    assert srv["state"] == "starting"
+    result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert result["reason"] == "completed"

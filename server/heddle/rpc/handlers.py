@@ -163,8 +163,9 @@ async def start_mcp(session: Session, settings: LoadedSettings) -> None:
     """Start the MCP servers the settings give `session` (none: nothing is imported)."""
     configs = mcp_config.from_settings(settings)
     if configs:
+        bound = settings.settings.mcp.startup_timeout  # 0: answer without waiting for them
         session.mcp = await start_servers(configs, session.workspace,
-                                          settings.settings.mcp.startup_timeout or STARTUP_BOUND)
+                                          STARTUP_BOUND if bound is None else bound)
 
 
 def _asker(server: Daemon, session: Session, turn_id: str):

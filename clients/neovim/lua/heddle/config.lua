@@ -11,10 +11,11 @@ M.defaults = {
   cmd = { 'heddle', 'serve' },
   -- Extra environment variables for the daemon, e.g. { ANTHROPIC_API_KEY = '...' }.
   cmd_env = nil,
-  -- Model of new sessions. nil: the daemon's default (HEDDLE_MODEL, else its built-in one).
+  -- Model of new sessions (it wins over the settings files and HEDDLE_MODEL). nil: the
+  -- settings files' model, else HEDDLE_MODEL, else the built-in default.
   model = nil,
   -- Permission mode of new sessions: 'default', 'acceptEdits', 'plan' or 'bypassPermissions'.
-  -- nil: the daemon's default ('default').
+  -- nil: no mode is sent, so the settings files' permissions.mode applies, else 'default'.
   permission_mode = nil,
   -- Workspace folder of new sessions: a path, or a function returning one. nil: the
   -- current directory (|:pwd|) when the session starts.

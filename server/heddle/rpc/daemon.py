@@ -13,6 +13,7 @@ from pygls.workspace import Workspace
 
 from heddle.rpc.protocol import HeddleProtocol
 from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.settings import LoadedSettings
 from heddle.sessions.turns import TurnDeps
 
 
@@ -21,7 +22,6 @@ class Daemon(Protocol):
     sessions: SessionRegistry
     turn_deps: TurnDeps
     default_model: str
-    fallback_model: str | None
     permission_timeout: float
     apply_edit_timeout: float
     requests_running: set[asyncio.Task]
@@ -36,5 +36,8 @@ class Daemon(Protocol):
     def feature(self, name: str, options: Any = None) -> Callable: ...
 
     def session_options(self) -> SessionOptions: ...
+
+    def defaults_for(self, settings: LoadedSettings) -> SessionOptions:
+        """A session's defaults in a workspace with `settings` (the ACP door's too)."""
 
     async def cancel_all_turns(self) -> None: ...

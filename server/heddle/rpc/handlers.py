@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -36,13 +35,6 @@ def register(server: Daemon) -> None:
     async def shutdown(params: Any) -> None:
         await server.cancel_all_turns()
 
-    def defaults_for(settings: LoadedSettings) -> SessionOptions:
-        """The daemon's defaults for a session's options, the settings' fallback model after
-        `HEDDLE_FALLBACK_MODEL`."""
-        return replace(server.session_options(), fallback_model=server.fallback_model
-                       or settings.settings.fallback_model,
-                       model_limits=settings.settings.models or None)
-
     async def session_new(p: wire.SessionNewParams) -> wire.SessionNewResult:
         settings = settings_for(server, p.workspace)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
@@ -50,7 +42,7 @@ def register(server: Daemon) -> None:
                                  summary_model=p.summary_model, compact_model=p.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options,
-                                defaults_for(settings), mode_from_settings=not p.permission_mode)
+                                server.defaults_for(settings), mode_from_settings=not p.permission_mode)
         s.cache = settings.settings.cache
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
@@ -108,7 +100,7 @@ def register(server: Daemon) -> None:
         session, loaded = server.sessions.load(p.session_id, policy_for, server.session_options())
         settings = read[-1] if read else None
         if settings is not None:  # the settings' fallback model, read with the session's folder
-            session.options = session.options.over(defaults_for(settings))
+            session.options = session.options.over(server.defaults_for(settings))
             session.cache = settings.settings.cache
             await start_mcp(session, settings)
         seqs: dict[str, int] = {}

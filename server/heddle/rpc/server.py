@@ -33,6 +33,7 @@ from heddle.rpc.pygls_adapter import converter
 from heddle.rpc.transport import StdioTransport
 from heddle.sessions.retention import DEFAULT_DAYS, prune_tool_results, tool_results_dir
 from heddle.sessions.session import SessionOptions, SessionRegistry
+from heddle.settings import LoadedSettings
 from heddle.sessions.setup import from_env
 from heddle.sessions.transcript import sessions_dir
 
@@ -51,9 +52,8 @@ class HeddleServer(LanguageServer):
                          converter_factory=converter)
         env = secret_env.environ() if env is None else dict(env)  # the held API key included
         setup = from_env(env)  # what the ACP door's turns run with too
+        self.setup = setup
         self.default_model = setup.default_model
-        self.options = setup.options
-        self.fallback_model = setup.options.fallback_model
         self.permission_timeout = setup.permission_timeout
         self.apply_edit_timeout = setup.edit_timeout
         self.tool_results_days = number(env, "HEDDLE_TOOL_RESULTS_DAYS", DEFAULT_DAYS)
@@ -80,7 +80,10 @@ class HeddleServer(LanguageServer):
         return self.turn_deps.model_for(model)
 
     def session_options(self) -> SessionOptions:
-        return self.options
+        return self.setup.options
+
+    def defaults_for(self, settings: LoadedSettings) -> SessionOptions:
+        return self.setup.defaults_for(settings)
 
     def heddle_capabilities(self) -> dict[str, Any]:
         return heddle_capabilities(list(self.tools))

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
+
+import pytest
 
 from e2e import lsp
 from e2e.test_turns import new_session
@@ -110,3 +114,35 @@ async def test_oversized_tool_result_is_cut_and_saved_for_reading_back(client, s
     read_back = scripted.requests_for("s")[2].body["messages"][-1]["content"][0]
     assert read_back["is_error"] is False
     assert "needle 2999" in read_back["content"]
+
+
+async def test_a_prompt_while_the_session_is_compacted_is_refused_busy(client, scripted,
+                                                                        workspace):
+    read = {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}
+    done = {"content": [{"type": "text", "text": "Read it."}]}
+    scripted.add_scenario("s", {"steps": [read, read, read, done, done]})
+    scripted.add_scenario("summ", {"steps": [  # a summary slow enough to ask meanwhile
+        {"content": [{"type": "text", "text": "Goal: read app.py. " * 20}], "chunk": 8,
+         "delayMs": 40}]})
+    sid = await new_session(client, workspace, "s", compactModel="summ")
+    await client.call("turn/start", {"sessionId": sid, "prompt": "read app.py thrice"})
+    compacting = asyncio.ensure_future(client.call("session/compact", {"sessionId": sid}))
+    deadline = asyncio.get_running_loop().time() + 30
+    while not scripted.requests_for("summ"):  # the summary is being written
+        assert asyncio.get_running_loop().time() < deadline, "no summary was asked for"
+        await asyncio.sleep(0.01)
+    for if_busy in ("reject", "queue", "interrupt"):
+        with pytest.raises(Exception, match="is being compacted; send the prompt once") as err:
+            await client.call("turn/start", {"sessionId": sid, "prompt": "meanwhile",
+                                             "ifBusy": if_busy})
+        assert err.value.code == -32011
+    with pytest.raises(Exception, match="is being compacted already") as err:
+        await client.call("session/compact", {"sessionId": sid})
+    assert err.value.code == -32011
+    compacted = await asyncio.wait_for(compacting, 30)
+    assert compacted["summary"].startswith("Goal: read app.py.")
+    after = await client.call("turn/start", {"sessionId": sid, "prompt": "and now?"})
+    assert after["reason"] == "completed"
+    sent = scripted.requests_for("s")[-1].body["messages"]
+    assert "Goal: read app.py." in sent[0]["content"][0]["text"]
+    assert "meanwhile" not in json.dumps(sent)

@@ -82,8 +82,9 @@ def _errors(method: Callable) -> Callable:
                 raise RequestError(-32602, f"invalid params: {exc} - at `$.cwd`") from None
             if exc.kind == "prompt":
                 raise RequestError(-32602, f"invalid params: {exc} - at `$.prompt`") from None
-            if exc.kind == "busy":  # ACP has one prompt at a time per session
-                raise RequestError(-32001, f"{exc}: wait for its answer, or send session/cancel "
+            if exc.kind in ("busy", "compacting"):  # one prompt at a time per session
+                what = "its answer" if exc.kind == "busy" else "the compaction to end"
+                raise RequestError(-32001, f"{exc}: wait for {what}, or send session/cancel "
                                    "first", {"kind": exc.kind}) from None
             raise RequestError(-32000, str(exc), {"kind": exc.kind}) from None
     return wrapper
@@ -305,7 +306,7 @@ class HeddleAgent:
         session = self.sessions.get(session_id)
         text, context = prompt_of(prompt)
         if session.id in self._compacting:  # both would replace the conversation
-            raise SessionError("busy", f"session {session.id} is running /compact")
+            raise SessionError("compacting", f"session {session.id} is running /compact")
         if text.strip().split(" ", 1)[0] == "/compact":
             return await self._compact(session)
         translator = self.translators.setdefault(session.id, Translator(session.workspace))
@@ -364,7 +365,7 @@ class HeddleAgent:
                 before, after, _ = await compact_session(session, self.turn_deps)
                 said = f"Compacted the conversation: {before} → {after} tokens."
             except SessionError as exc:
-                if exc.kind == "busy":
+                if exc.kind in ("busy", "compacting"):
                     raise
                 said = f"Nothing was compacted: {exc}"
             finally:

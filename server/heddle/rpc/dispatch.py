@@ -20,10 +20,12 @@ from heddle.sessions.session import SessionError
 log = logging.getLogger(__name__)
 
 _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SESSION_BUSY,
+                  "compacting": ErrorCode.SESSION_BUSY,
                   "workspace": ErrorCode.INVALID_WORKSPACE,
                   "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
                   "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS}
-_HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue"}
+_HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue",
+          "compacting": "; send the prompt once session/compact has answered"}
 
 
 def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):

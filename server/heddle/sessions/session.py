@@ -87,6 +87,9 @@ class Session:
     system_extra: str | None = None
     messages: tuple[Message, ...] = ()
     turn: RunningTurn | None = None
+    compacting: bool = False
+    """A compaction of the idle session is running (`compact_session`): no turn may start
+    meanwhile, since both would replace the conversation."""
     turns_run: int = 0
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
     options: SessionOptions = SessionOptions()

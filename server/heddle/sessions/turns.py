@@ -108,6 +108,8 @@ async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
     text = user_prompt(request.prompt, request.context)
     if not text.strip():  # the model would answer 400 for an empty message
         raise SessionError("prompt", "the prompt is empty: it needs some text")
+    if session.compacting:  # (whatever ifBusy says: it is no turn to queue behind or cancel)
+        raise SessionError("compacting", f"session {session.id} is being compacted")
     if session.turn is not None:
         if request.if_busy == "reject":
             raise SessionError("busy", f"session {session.id} is already running turn "
@@ -332,12 +334,17 @@ async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
     if session.turn is not None:
         raise SessionError("busy", f"session {session.id} is running turn {session.turn.id}; "
                            "compact it when the turn has ended")
+    if session.compacting:
+        raise SessionError("compacting", f"session {session.id} is being compacted already")
     before = tokens_of(session.messages)
+    session.compacting = True
     try:
         result = await compact_now(session.messages, session.model,
                                    compactor_of(session, deps), keep_rounds)
     except Exception as exc:
         raise SessionError("compact", f"compaction failed: {exc}") from None
+    finally:
+        session.compacting = False
     if result is None:
         raise SessionError("compact", "nothing to compact yet, or the summary model failed; "
                            "see the log")

@@ -235,6 +235,10 @@ async def test_a_server_that_keeps_dying_is_restarted_a_bounded_number_of_times(
     assert srv["state"] == "failed" and srv["restarts"] == 3 and "tools" not in srv
     assert "exited with code 7" in srv["error"] and "not today" in srv["error"]
     assert len(pids(starts)) == 4
+    # every client shows a result's warnings: the missing tools are explained
+    (warning,) = [w for w in opened.get("warnings", []) if "MCP server" in w]
+    assert warning.startswith("MCP server srv could not be started (exited with code 7")
+    assert warning.endswith("its tools are not offered in this session")
 
     await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     (call,) = results(scripted, "dead", 1)  # never listed: not offered, so unknown

@@ -142,6 +142,15 @@ def mcp_servers(servers: McpServers | None) -> list[wire.McpServerInfo]:
                                restarts=s.restarts) for s in servers.status()]
 
 
+def mcp_warnings(servers: McpServers | None) -> list[str]:
+    """A warning per MCP server that could not be started, for the result's `warnings` (which
+    every client shows): otherwise its tools would just be missing, unexplained."""
+    if servers is None:
+        return []
+    return [f"MCP server {s.name} could not be started ({s.error}); its tools are not offered "
+            "in this session" for s in servers.status() if s.state == "failed"]
+
+
 def rule(r: Rule) -> wire.PermissionRule:
     return wire.PermissionRule(rule=r.pattern, kind=r.kind, scope=r.scope)
 

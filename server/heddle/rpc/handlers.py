@@ -42,13 +42,15 @@ def register(server: Daemon) -> None:
                                  summary_model=p.summary_model, compact_model=p.compact_model)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options,
-                                server.defaults_for(settings), mode_from_settings=not p.permission_mode)
+                                server.defaults_for(settings),
+                                mode_from_settings=not p.permission_mode)
         s.cache = settings.settings.cache
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         await start_mcp(s, settings)
         return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
-                                     permission_mode=s.policy.mode, warnings=settings.warnings,
+                                     permission_mode=s.policy.mode,
+                                     warnings=settings.warnings + convert.mcp_warnings(s.mcp),
                                      untrusted_settings=convert.untrusted(settings.untrusted),
                                      mcp_servers=convert.mcp_servers(s.mcp))
 
@@ -111,7 +113,8 @@ def register(server: Daemon) -> None:
         return wire.SessionLoadResult(
             session_id=session.id, workspace=str(session.workspace), model=session.model,
             permission_mode=session.policy.mode, turns=loaded.turns, title=loaded.title,
-            warnings=loaded.warnings + (settings.warnings if settings else []),
+            warnings=loaded.warnings + (settings.warnings if settings else [])
+            + convert.mcp_warnings(session.mcp),
             untrusted_settings=convert.untrusted(settings.untrusted if settings else None),
             mcp_servers=convert.mcp_servers(session.mcp))
 

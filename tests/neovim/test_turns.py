@@ -163,7 +163,11 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
     lines = editor.transcript()
     assert lines[:2] == ["## write a long essay", ""]
     assert lines[2].startswith("word")
-    assert lines[3:] == ["", "_cancelled while the model was answering_"]
+    assert lines[3] == ""
+    # the footer counts the cancelled call's input, which is billed: "· 1 model call · N tokens in"
+    assert re.fullmatch(r"_cancelled while the model was answering · 1 model call · \d+ tokens "
+                        r"in( \(\d+% from cache\))?, 0 out_", lines[4]), lines[4]
+    assert len(lines) == 5
     # Nothing is left to cancel.
     assert editor.lua("return require('heddle').cancel()") is False
 

@@ -38,9 +38,12 @@ async def open_group(command: list[str], env: dict[str, str] | None,
     """Start `command` (with `env`; None: the daemon's) as the leader of a new session and
     process group that the reaper kills if the daemon dies; release it with `reap`."""
     REAPER.start()
-    process = await anyio.open_process(command, env=REAPER.env(env), start_new_session=True,
-                                       **kwargs)
-    REAPER.watch(process.pid)
+    # Shielded: a cancel while the spawn completes would leave a started process nobody reaps
+    # (asyncio then kills only its leader, and the rest of its group lives on).
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(command, env=REAPER.env(env),
+                                           start_new_session=True, **kwargs)
+        REAPER.watch(process.pid)
     return process
 
 

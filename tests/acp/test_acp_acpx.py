@@ -90,6 +90,49 @@ def stop_reasons(wire: list[dict]) -> list[str]:
             if isinstance(m.get("result"), dict) and "stopReason" in m["result"]]
 
 
+def processes_naming(marker: str) -> list[int]:
+    """Pids of live processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and any(marker.encode() in arg for arg in argv):
+            found.append(int(entry.name))
+    return found
+
+
+async def read_until(proc: asyncio.subprocess.Process, needle: bytes,
+                     timeout: float = 30) -> bytes:
+    """acpx's output up to the line holding `needle`."""
+    seen = b""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while needle not in seen:
+        line = await asyncio.wait_for(proc.stdout.readline(), max(0.1, end - loop.time()))
+        assert line, f"acpx ended before {needle!r}: {seen[-2000:]!r}"
+        seen += line
+    return seen
+
+
+async def interrupted(proc: asyncio.subprocess.Process, needle: bytes) -> list[dict]:
+    """Ctrl-C for acpx (it sends session/cancel) once its output shows `needle`; every message
+    it exchanged."""
+    try:
+        seen = await read_until(proc, needle)
+        proc.send_signal(signal.SIGINT)
+        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return messages(seen + rest)
+
+
 @pytest.fixture
 def acpx(daemon_env, workspace, tmp_path):
     return lambda model: Acpx({**daemon_env, "HEDDLE_MODEL": model}, workspace, tmp_path)
@@ -133,21 +176,8 @@ async def test_without_fs_the_client_is_never_asked_for_files(acpx, scripted, wo
 async def test_interrupt_cancels_mid_stream(acpx, scripted):
     scripted.add_scenario("slow", {"steps": [
         {"content": [{"type": "text", "text": "word " * 600}], "chunk": 5, "delayMs": 20}]})
-    client = acpx("slow")
-    proc = await client.start("--approve-all", "exec", "Talk")
-    seen = b""
-    try:
-        while b"agent_message_chunk" not in seen:
-            line = await asyncio.wait_for(proc.stdout.readline(), 30)
-            assert line, "acpx ended before any text"
-            seen += line
-        proc.send_signal(signal.SIGINT)  # acpx sends session/cancel
-        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    wire = messages(seen + rest)
+    wire = await interrupted(await acpx("slow").start("--approve-all", "exec", "Talk"),
+                             b"agent_message_chunk")
     assert "session/cancel" in methods(wire)
     assert stop_reasons(wire) == ["cancelled"]
 
@@ -187,33 +217,6 @@ async def test_bash_runs_in_acpxs_terminal(acpx, scripted, workspace):
     assert (workspace / "made.txt").read_text() == "hi-from-acpx\n"
 
 
-def processes_naming(marker: str) -> list[int]:
-    """Pids of live processes whose command line holds `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and any(marker.encode() in arg for arg in argv):
-            found.append(int(entry.name))
-    return found
-
-
-async def read_until(proc: asyncio.subprocess.Process, needle: bytes, timeout: float = 30) -> bytes:
-    seen = b""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while needle not in seen:
-        line = await asyncio.wait_for(proc.stdout.readline(), max(0.1, end - loop.time()))
-        assert line, f"acpx ended before {needle!r}: {seen[-2000:]!r}"
-        seen += line
-    return seen
-
-
 async def test_interrupt_cancels_mid_tool_and_closes_every_call(acpx, scripted, workspace):
     marker = f"acpx-mid-tool-{workspace.parent.name}"
     scripted.add_scenario("slowtool", {"steps": [
@@ -222,21 +225,14 @@ async def test_interrupt_cancels_mid_tool_and_closes_every_call(acpx, scripted, 
                       "input": {"command": f"echo started; sleep 30 # {marker}"}}]},
         {"content": [{"type": "text", "text": "never reached"}]}]})
     # --no-terminal: Heddle runs the command itself, so it is Heddle that must stop it
-    proc = await acpx("slowtool").start("--approve-all", "--no-terminal", "exec", "Run it")
-    try:
-        seen = await read_until(proc, b"started")
-        proc.send_signal(signal.SIGINT)  # acpx sends session/cancel
-        rest, _ = await asyncio.wait_for(proc.communicate(), 30)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    wire = messages(seen + rest)
+    wire = await interrupted(await acpx("slowtool").start(
+        "--approve-all", "--no-terminal", "exec", "Run it"), b"started")
     assert "session/cancel" in methods(wire)
     assert stop_reasons(wire) == ["cancelled"]
     calls = [u["toolCallId"] for u in updates(wire) if u["sessionUpdate"] == "tool_call"]
     final = {u["toolCallId"]: u["status"] for u in updates(wire)
-             if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")}
+             if u["sessionUpdate"] == "tool_call_update"
+             and u.get("status") in ("completed", "failed")}
     assert calls and set(final) == set(calls), (calls, final)
     assert processes_naming(marker) == [], "the cancelled command still runs"
 

@@ -95,15 +95,21 @@ def chat(scripted, summary_step: dict) -> None:
         summary_step]})
 
 
+async def three_turns(conn, workspace) -> str:
+    """A new session with three prompts answered (something to compact); its id."""
+    sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+    for word in ("one", "two", "three"):
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(word)]), 30)
+    return sid
+
+
 async def test_compact_command_is_a_compaction_live_and_in_replay(scripted, daemon_env,
                                                                   workspace):
     chat(scripted, {"content": [{"type": "text", "text": "<summary>We chatted.</summary>"}]})
     client = Recorder()
     env = {**daemon_env, "HEDDLE_MODEL": "chat"}
     async with agent(env, workspace, client, compaction=True) as (conn, _, _):
-        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-        for word in ("one", "two", "three"):
-            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(word)]), 30)
+        sid = await three_turns(conn, workspace)
         client.updates.clear()
         client.raw.clear()
         result = await asyncio.wait_for(conn.prompt(session_id=sid,
@@ -135,9 +141,7 @@ async def test_cancel_during_compact_reports_it_cancelled(scripted, daemon_env, 
     client = Recorder()
     env = {**daemon_env, "HEDDLE_MODEL": "chat"}
     async with agent(env, workspace, client, compaction=True) as (conn, _, _):
-        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-        for word in ("one", "two", "three"):
-            await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block(word)]), 30)
+        sid = await three_turns(conn, workspace)
         compacting = asyncio.ensure_future(conn.prompt(session_id=sid,
                                                        prompt=[text_block("/compact")]))
         await client.wait_raw("compaction_update")

@@ -25,8 +25,9 @@ local function check_config(config)
   end
   local opts = config.options
   health.info('daemon command: ' .. table.concat(opts.cmd, ' '))
-  health.info('model: ' .. (opts.model or "the daemon's default"))
-  health.info('permission mode: ' .. (opts.permission_mode or "the daemon's default"))
+  health.info('model: ' .. (opts.model or "not set: the settings files' model, else HEDDLE_MODEL"))
+  health.info('permission mode: ' .. (opts.permission_mode
+    or "not set: the settings files' permissions.mode, else default"))
   health.info('workspace of new sessions: ' .. config.workspace())
 end
 

@@ -196,6 +196,17 @@ local function with_session(conv, cb)
   end)
 end
 
+--- `turn/start` for `prompt` in `t`'s session (`if_busy`: `queue` or `interrupt`; nil: none).
+local function send_turn(t, prompt, context, if_busy)
+  local params = { sessionId = t.conversation.id, prompt = prompt, ifBusy = if_busy }
+  if context and #context > 0 then
+    params.context = context
+  end
+  client.request(methods.TURN_START, params, function(err, result)
+    answered(t, result, err)
+  end)
+end
+
 --- Sends `prompt` to the running activity `t`: queued behind the running turn, or steering it.
 local function join(t, prompt, context, steer)
   local conv = t.conversation
@@ -211,13 +222,7 @@ local function join(t, prompt, context, steer)
     notify('a turn is running: your prompt is queued for its next step (:AgentRun! steers)')
   end
   t.requests = t.requests + 1
-  local params = { sessionId = conv.id, prompt = prompt, ifBusy = steer and 'interrupt' or 'queue' }
-  if context and #context > 0 then
-    params.context = context
-  end
-  client.request(methods.TURN_START, params, function(err, result)
-    answered(t, result, err)
-  end)
+  send_turn(t, prompt, context, steer and 'interrupt' or 'queue')
   return true
 end
 
@@ -269,13 +274,7 @@ function M.run(prompt, context, opts)
         conv.transcript:end_turn(last)
         return settle(t)
       end
-      local params = { sessionId = conv.id, prompt = prompt }
-      if context and #context > 0 then
-        params.context = context
-      end
-      client.request(methods.TURN_START, params, function(terr, result)
-        answered(t, result, terr)
-      end)
+      send_turn(t, prompt, context)
     end)
   end)
   return true

@@ -196,6 +196,12 @@ def test_prompts_sent_while_a_turn_runs_are_queued_or_steer_it(
     editor.cmd("AgentRun also update the changelog")
     assert "- queued: also update the changelog" in editor.transcript()
     assert any("queued" in n["message"] for n in editor.harness("notes"))
+    # The daemon handles requests in the order they came, and queues a prompt before its first
+    # await: once a later request is answered, the prompt is queued (under load, the command
+    # could otherwise finish before the daemon read it, and it would run as a turn of its own).
+    assert editor.lua("local answered = false; require('heddle.client').request("
+                      "'session/list', {}, function() answered = true end); "
+                      "return vim.wait(10000, function() return answered end, 10)") is True
     (workspace / "go").write_text("")
     status = editor.wait_idle()
     assert status["last"]["reason"] == "completed"

@@ -19,6 +19,7 @@ import {
   type RulesListResult,
   type RulesRevokeParams,
   type RulesRevokeResult,
+  type SessionCloseResult,
   type SessionConfigureParams,
   type SessionConfigureResult,
   type SessionInfo,
@@ -203,6 +204,8 @@ export class Conversation implements Disposable {
   async load(sessionId: string): Promise<SessionOpened> {
     if (this.running) throw new TurnInProgressError();
     if (this.opening) await this.opening.catch(() => undefined);
+    // Loading the open session again closes it first: the daemon handles requests in order, so
+    // it loads it from its transcript.
     this.forgetSession();
     this.opening = this.openWith(() => this.loadRequest(sessionId, "loaded"), "loaded").finally(() => {
       this.opening = undefined;
@@ -357,11 +360,22 @@ export class Conversation implements Disposable {
     for (const registration of this.registrations) registration.dispose();
   }
 
-  /** Start afresh: the next `ask` opens a new session (none is resumed). */
+  /**
+   * Start afresh: the next `ask` opens a new session (none is resumed). The session left is
+   * closed in the daemon (its turn, if any, cancelled; its MCP servers stopped); its transcript
+   * stays, so the sessions list can load it again.
+   */
   forgetSession(): void {
+    const left = this.session;
     this.session = undefined;
     this.resumeId = undefined;
     this.stale = false;
+    if (left) this.close(left.sessionId);
+  }
+
+  /** `session/close`; an error (the daemon stopped, the session is not live) changes nothing. */
+  private close(sessionId: string): void {
+    void Promise.resolve(this.rpc.sendRequest<SessionCloseResult>(Methods.SessionClose, { sessionId })).catch(() => undefined);
   }
 
   /**

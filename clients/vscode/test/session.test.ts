@@ -214,6 +214,20 @@ describe("session logic against the real daemon", () => {
     assert.equal(conversation.cancel(), false, "nothing left to cancel");
   });
 
+  it("New session while a turn runs: it is cancelled and closed, and loads again", async () => {
+    const host = new Recorder(allow("allowOnce"));
+    const conversation = new Conversation(daemon.connection, host);
+    const turn = conversation.ask(settings("vscode-slow"), "Take your time");
+    await host.until(() => host.kinds().includes("textDelta"), "the first text delta");
+    const first = conversation.sessionInfo?.sessionId as string;
+    conversation.reset();
+    assert.equal((await deadline(turn, 5000, "the cancelled turn to end")).reason, "cancelled");
+    assert.deepEqual((await conversation.list(workspace.path)).map((s) => s.live), [false]);
+    const loaded = await deadline(conversation.load(first), 20000, "the load");
+    assert.equal(loaded.sessionId, first);
+    assert.deepEqual((await conversation.list(workspace.path)).map((s) => [s.sessionId, s.live]), [[first, true]]);
+  });
+
   it("cancel while the permission prompt is open closes the prompt and ends the turn", async () => {
     let promptSignal: AbortSignal | undefined;
     const host = new Recorder((_request, signal) => {
@@ -271,6 +285,8 @@ describe("session logic against the real daemon", () => {
     assert.equal(host.sessions.length, 2);
     assert.notEqual(host.sessions[1].sessionId, first);
     assert.equal(host.sessions[1].model, "vscode-hello");
+    const live = (await conversation.list(workspace.path)).filter((s) => s.live).map((s) => s.sessionId);
+    assert.deepEqual(live, [host.sessions[1].sessionId], "the session left is closed");
   });
 
   it("after reset the next ask opens a new session", async () => {
@@ -286,6 +302,17 @@ describe("session logic against the real daemon", () => {
     const next = conversation.sessionInfo as { sessionId: string } | undefined;
     assert.ok(next?.sessionId);
     assert.notEqual(next.sessionId, first);
+
+    // The session left was closed in the daemon, and the sessions list loads it again.
+    const listed = await conversation.list(workspace.path);
+    assert.deepEqual(listed.map((s) => [s.sessionId, s.live]), [[next.sessionId, true], [first, false]]);
+    const loaded = await deadline(conversation.load(first as string), 20000, "the load");
+    assert.equal(loaded.turns, 1);
+    const relisted = await conversation.list(workspace.path);
+    assert.deepEqual(relisted.map((s) => [s.sessionId, s.live]), [[next.sessionId, false], [first, true]]);
+    // Loading the open session again: it is closed, then loaded from its transcript, live.
+    assert.equal((await deadline(conversation.load(first as string), 20000, "the reload")).turns, 1);
+    assert.deepEqual((await conversation.list(workspace.path)).map((s) => s.live), [false, true]);
   });
 
   it("a session the restarted daemon has not loaded is loaded and continued, not replaced", async () => {

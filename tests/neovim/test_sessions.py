@@ -1,15 +1,20 @@
 """Sessions from Neovim: resumed after the daemon dies, listed and resumed with :AgentSessions and
-:AgentResume; the session's rules listed and revoked; mode and model changed for the next turn."""
+:AgentResume, closed when left (their MCP servers stopped); the session's rules listed and
+revoked; mode and model changed for the next turn."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from conftest import child_pids
 from heddle.scripted import ScriptedServer
+from procs import wait_dead
+from test_chat import has_line
 from test_turns import assistant_texts, user_texts
 
 
@@ -19,6 +24,10 @@ def text(t: str) -> dict[str, Any]:
 
 def notes(editor) -> list[str]:
     return [n["message"] for n in editor.harness("notes")]
+
+
+def pids(starts: Path) -> list[int]:
+    return [int(line) for line in starts.read_text().split()] if starts.exists() else []
 
 
 def request(editor, method: str, params: dict[str, Any]) -> Any:
@@ -158,3 +167,78 @@ def test_rules_are_listed_and_revoked_and_mode_and_model_apply_to_the_next_turn(
     assert len(scripted.requests_for("other")) == 1
     assert any(line.startswith("Another model here.") for line in editor.transcript())
     assert "- mode plan, model other from the next turn" in editor.transcript()
+
+
+MCP_SERVER = Path(__file__).parents[1] / "e2e" / "mcp_server.py"
+
+
+def test_a_session_left_is_closed_with_its_mcp_server_and_resumes_into_its_buffer(
+        editor, scripted: ScriptedServer, workspace: Path, tmp_path: Path) -> None:
+    starts = tmp_path / "starts.txt"
+    settings = tmp_path / "xdg" / "config" / "heddle" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(
+        f'[mcp]\nstartup_timeout = 40\n\n[mcp.servers.srv]\ncommand = "{sys.executable}"\n'
+        f'args = ["-I", "{MCP_SERVER}"]\nenv = {{ MCP_TEST_STARTS = "{starts}" }}\n')
+    scripted.add_scenario("leave", {"steps": [
+        text("First answer."),
+        {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50},
+        text("Back in the first session."),
+        {"content": [{"type": "text", "text": "more " * 400}], "chunk": 5, "delayMs": 50},
+        text("Still the first session."),
+    ]})
+    editor.setup(model="leave")
+    editor.cmd("AgentRun one")
+    first = editor.wait_idle()["session_id"]
+
+    def live() -> dict[str, bool]:
+        listed = request(editor, "session/list", {"workspace": str(workspace)})
+        return {s["sessionId"]: s["live"] for s in listed["sessions"]}
+
+    # 1. :AgentNew: the session left (idle) is closed, its MCP server stopped.
+    editor.cmd("AgentNew write an essay")
+    editor.wait("require('heddle').status().session_id ~= nil and "
+                f"require('heddle').status().session_id ~= {first!r}", "the second session")
+    second = editor.status()["session_id"]
+    [server] = pids(starts)[:1]
+    assert wait_dead([server], time.monotonic() + 10) == [], "the first session's MCP server"
+    assert live() == {first: False, second: True}
+
+    # 2. :AgentResume from the running turn: it is cancelled and its session closed; the first
+    # is replayed into its own buffer and continued.
+    editor.wait(has_line("word word"), "the essay to stream")
+    editor.cmd(f"AgentResume {first}")
+    editor.wait("vim.tbl_contains(vim.api.nvim_buf_get_lines(require('heddle').status().buf,"
+                " 0, -1, false), '- resumed: one (1 turn); the next prompt continues it')",
+                "the replayed history")
+    assert editor.lua("return vim.api.nvim_buf_get_name(require('heddle').status().buf)") == \
+        "heddle://session/1"
+    assert editor.transcript()[:3] == ["## one", "", "First answer."]
+    editor.wait(f"(function() local b = vim.fn.bufnr('heddle://session/2'); for _, l in "
+                f"ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do if l:find('^_cancelled') "
+                f"then return true end end return false end)()", "the left turn's footer")
+    assert live() == {first: True, second: False}
+    servers = pids(starts)
+    assert len(servers) == 3  # one per session opened or loaded
+    assert wait_dead(servers[1:2], time.monotonic() + 10) == [], "the second session's server"
+    editor.cmd("AgentRun three")
+    assert editor.wait_idle()["session_id"] == first
+    assert user_texts(scripted.requests_for("leave")[-1])[0] == "one"
+
+    # 3. Away and back at once, while a turn runs: the first session is closed (its turn
+    # cancelled) and the second loaded, the second closed once loaded, the first loaded once
+    # closed. Both end as the editor has them, and the first goes on.
+    editor.cmd("AgentRun keep going")
+    editor.wait(has_line("more more"), "the answer to stream")
+    editor.cmd(f"AgentResume {second}")
+    editor.cmd(f"AgentResume {first}")
+    editor.wait("vim.tbl_contains(vim.api.nvim_buf_get_lines(require('heddle').status().buf,"
+                " 0, -1, false), '- resumed: one (3 turns); the next prompt continues it')",
+                "the first session replayed again")
+    editor.wait(has_line("_cancelled"), "the cancelled turn's footer")
+    assert live() == {first: True, second: False}
+    editor.cmd("AgentRun four")
+    status = editor.wait_idle()
+    assert status["session_id"] == first and status["last"]["reason"] == "completed"
+    assert editor.transcript()[-3:-1] == ["Still the first session.", ""]
+    assert editor.errors() == []

@@ -1,8 +1,8 @@
 --- Conversations and turns: what `:AgentRun`, `:AgentCancel`, `:AgentNew`, `:AgentResume` do.
 ---
 --- A conversation is one daemon session and its output buffer. Prompts continue the current
---- conversation until `new()` starts another; the daemon session is opened on the first
---- prompt. A prompt sent while a turn runs is queued (or, with `steer`, interrupts it): the
+--- conversation until `new()` starts another (or `resume()` goes to another); the daemon session
+--- is opened on the first prompt, and closed when the user leaves it. A prompt sent while a turn runs is queued (or, with `steer`, interrupts it): the
 --- `turn/start` requests in flight make one activity, idle once the last one answered. Headers
 --- and footers are drawn from `turnStarted` / `turnEnded`, so a replayed history (`session/load`)
 --- shows the same as a live one. If the daemon dies, the conversation keeps its session id, and
@@ -29,7 +29,8 @@ local M = {}
 ---@field info table? the `session/new` / `session/load` result (mode and model kept current)
 ---@field transcript heddle.Transcript
 ---@field stale boolean? the next prompt starts a new conversation (its settings were trusted)
----@field unloaded boolean? `id` is not loaded in the running daemon (it exited, or a resume)
+---@field unloaded boolean? `id` is not loaded in the running daemon (it exited, it was left, or a resume)
+---@field closing function[]? waiting for the `session/close` of `id` (the user left it) to answer
 ---@field claim boolean? the next `turnStarted` is a prompt whose header is drawn already
 ---@field ended table<string, boolean> turns whose footer is drawn
 ---@field context table? `{ tokens, window }` of the last `usage` event
@@ -122,9 +123,43 @@ local function answered(t, result, err)
   settle(t)
 end
 
+--- Closes the daemon session of `conv`, which the user left (`:AgentNew`, another session
+--- resumed, renewed settings): its turn, if any, is cancelled and its MCP servers stop. Its
+--- transcript stays, so `:AgentResume` loads it again, into the same buffer.
+local function close(conv)
+  if conv.loading then -- left while it loads: closed once loaded, unless it is back in use
+    return table.insert(conv.loading, function(err)
+      if not err and current ~= conv and not (turn and turn.conversation == conv) then
+        close(conv)
+      end
+    end)
+  end
+  local id = conv.id
+  if not id or conv.unloaded then
+    return
+  end
+  conv.unloaded, conv.closing = true, {}
+  client.request(methods.SESSION_CLOSE, { sessionId = id }, function()
+    -- (an error changes nothing: the daemon stopped, or the session is not live anyway)
+    local waiting = conv.closing or {}
+    conv.closing = nil
+    if by_session[id] == conv then -- until now, the events of its cancelled turn came in
+      by_session[id] = nil
+    end
+    for _, fn in ipairs(waiting) do
+      fn()
+    end
+  end)
+end
+
 --- Replays session `conv.id` into `conv`'s (emptied) transcript and makes it live in the
 --- daemon; then `cb(err, result)`.
 local function load(conv, cb)
+  if conv.closing then -- left and resumed at once: loaded once the daemon has closed it
+    return table.insert(conv.closing, function()
+      load(conv, cb)
+    end)
+  end
   if conv.loading then -- a prompt sent while :AgentResume loads it waits for that load
     return table.insert(conv.loading, cb)
   end
@@ -239,6 +274,9 @@ function M.run(prompt, context, opts)
   end
   local conv, previous = current, nil
   if not conv or conv.stale then
+    if conv then
+      close(conv)
+    end
     conv, previous = new_conversation()
   end
   show(conv, previous)
@@ -295,23 +333,31 @@ function M.cancel()
   return true
 end
 
---- Starts a new conversation; a running turn is cancelled and finishes in the old transcript.
+--- Starts a new conversation; a running turn is cancelled and finishes in the old transcript,
+--- whose session is closed (`:AgentResume` loads it again).
 function M.new()
   if turn then
     M.cancel()
     turn = nil
+  end
+  if current then
+    close(current)
   end
   local conv, previous = new_conversation()
   show(conv, previous)
 end
 
 --- Opens session `id` (from `session/list`) in a conversation of its own, replaying its
---- history; the next prompt continues it. A session live in this editor is shown again; one
---- whose daemon exited is replayed into its own buffer.
+--- history; the next prompt continues it. A session still live (the current one, or the one
+--- whose turn runs) is shown again; one left or whose daemon exited is replayed into its own
+--- buffer.
 function M.resume(id)
   if turn and turn.conversation.id ~= id then
     M.cancel()
     turn = nil
+  end
+  if current and current.id ~= id then
+    close(current)
   end
   local conv, previous = nil, current and current.transcript.buf
   for _, c in ipairs(conversations) do
@@ -505,6 +551,13 @@ client.on_exit = function(reason, clean)
   for id, conv in pairs(by_session) do
     conv.unloaded = true
     by_session[id] = nil
+  end
+  for _, conv in ipairs(conversations) do -- a close the daemon did not answer: it is gone
+    local waiting = conv.closing or {}
+    conv.closing = nil
+    for _, fn in ipairs(waiting) do
+      fn()
+    end
   end
   local t = turn
   if t then

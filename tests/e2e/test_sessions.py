@@ -343,6 +343,7 @@ async def test_configure_changes_mode_and_model_for_the_next_turn_and_survives_a
     with pytest.raises(RpcError) as err:  # refused while a turn runs: that turn keeps its model
         await d2.call("session/configure", {"sessionId": sid, "permissionMode": "default"})
     assert err.value.code == -32011 and "running turn" in err.value.message
+    assert "ifBusy" not in err.value.message  # turn/start's way on, not configure's
     assert (await turn)["reason"] == "completed"
     assert (await d2.call("session/configure", {"sessionId": sid}))["permissionMode"] == \
         "bypassPermissions"
@@ -363,3 +364,42 @@ async def test_an_empty_prompt_or_a_nul_workspace_is_a_clear_error(daemons, scri
     (listed,) = (await d.call("session/list", {"workspace": str(workspace)}))["sessions"]
     assert (listed["sessionId"], listed["turns"]) == (sid, 0)
     await d.stop()
+
+
+async def test_close_ends_the_turn_and_the_prompt_queued_behind_it_and_a_load_waits_for_it(
+        daemons, scripted, workspace):
+    long = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50}
+    scripted.add_scenario("close", {"steps": [long, DONE]})
+    d = await daemons()
+    sid = (await d.call("session/new", {"workspace": str(workspace), "model": "close"}))["sessionId"]
+
+    def call(method: str, **params):
+        return asyncio.ensure_future(d.call(method, {"sessionId": sid, **params}, timeout=40))
+
+    running = call("turn/start", prompt="first")
+    await d.wait_for("textDelta")
+    queued = call("turn/start", prompt="queued", ifBusy="queue")
+    await d.call("session/list", {})  # answered after the queued prompt was taken
+    # Sent one after the other, each while the close is ending the turn.
+    closing = call("session/close")
+    late = call("turn/start", prompt="too late", ifBusy="queue")
+    configure = call("session/configure", model="other")
+    again = call("session/close")
+    loaded = call("session/load")
+
+    first = await running
+    assert first["reason"] == "cancelled"
+    assert await queued == first  # answered by the cancelled turn; it never ran
+    for closed in (closing, again):
+        assert (await closed)["sessionId"] == sid
+    for refused in (late, configure):
+        with pytest.raises(RpcError) as err:
+            await refused
+        assert err.value.code == -32010 and "being closed" in str(err.value)
+    assert (await loaded)["turns"] == 1  # read from the transcript, after the close
+    assert [s["live"] for s in (await d.call("session/list", {}))["sessions"]] == [True]
+    assert (await d.call("turn/start", {"sessionId": sid, "prompt": "go on"},
+                         timeout=40))["reason"] == "completed"
+    sent = scripted.requests_for("close")
+    assert len(sent) == 2  # the first turn's call and the last: the queued prompt never ran
+    assert "queued" not in json.dumps(sent[-1].body["messages"])

@@ -203,6 +203,7 @@ class HeddleAgent:
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list | None = None,
                            **_: Any) -> dict[str, Any]:
         self._need_auth()
+        await self.sessions.settled(session_id)
         session, loaded, settings = self._load(session_id)
         replay = Translator(session.workspace, replay=True)
         manual = list(loaded.compactions)  # (events before it, summary), in order
@@ -228,6 +229,7 @@ class HeddleAgent:
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: list | None = None,
                              **_: Any) -> dict[str, Any]:
         self._need_auth()
+        await self.sessions.settled(session_id)
         session, loaded, settings = self._load(session_id)
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
@@ -236,10 +238,6 @@ class HeddleAgent:
     @_errors
     async def close_session(self, session_id: str, **_: Any) -> dict[str, Any]:
         """Forget the live session and stop its MCP servers (its transcript stays)."""
-        session = self.sessions.get(session_id)
-        if session.turn is not None:
-            session.turn.cancel()
-            await session.turn.done.wait()
         await self.sessions.close(session_id)
         self.translators.pop(session_id, None)
         return {}

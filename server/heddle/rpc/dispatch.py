@@ -26,6 +26,7 @@ _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SES
                   "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS}
 _HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue",
           "compacting": "; send the prompt once session/compact has answered"}
+"""How to go on after `turn/start` was refused (other methods say so in their own message)."""
 
 
 def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):
@@ -46,7 +47,8 @@ def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):
         try:
             result = await fn(typed)
         except SessionError as exc:
-            raise RpcError(_SESSION_CODES[exc.kind], f"{exc}{_HINTS.get(exc.kind, '')}") from None
+            hint = _HINTS.get(exc.kind, "") if name == "turn/start" else ""
+            raise RpcError(_SESSION_CODES[exc.kind], f"{exc}{hint}") from None
         except (JsonRpcException, anyio.get_cancelled_exc_class()):
             raise
         except Exception as exc:

@@ -94,6 +94,7 @@ def register(server: Daemon) -> None:
 
     async def session_load(p: wire.SessionLoadParams) -> wire.SessionLoadResult:
         read: list[LoadedSettings] = []  # stays empty when the session was live already
+        await server.sessions.settled(p.session_id)
 
         def policy_for(mode: str | None, workspace: str) -> PermissionPolicy:
             read.append(settings_for(server, workspace))
@@ -119,15 +120,9 @@ def register(server: Daemon) -> None:
             mcp_servers=convert.mcp_servers(session.mcp))
 
     async def session_close(p: wire.SessionCloseParams) -> wire.SessionCloseResult:
-        session = server.sessions.get(p.session_id)
-        stopped = len(session.mcp.servers) if session.mcp is not None else 0
-        while session.turn is not None:  # a queued prompt may start the next: end each
-            running = session.turn
-            running.cancel()
-            await running.done.wait()
-        await server.sessions.close(session.id)
-        log.info("session %s closed (%d MCP servers stopped)", session.id, stopped)
-        return wire.SessionCloseResult(session_id=session.id, mcp_servers_stopped=stopped)
+        stopped = await server.sessions.close(p.session_id)
+        log.info("session %s closed (%d MCP servers stopped)", p.session_id, stopped)
+        return wire.SessionCloseResult(session_id=p.session_id, mcp_servers_stopped=stopped)
 
     async def session_configure(p: wire.SessionConfigureParams) -> wire.SessionConfigureResult:
         session = server.sessions.get(p.session_id)

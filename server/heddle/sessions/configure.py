@@ -15,6 +15,7 @@ from heddle.sessions.session import Session, SessionError
 def configure(session: Session, mode: Mode | None, model: str | None) -> None:
     """Set the session's mode and/or model for its next turns; SessionError `busy` while a
     turn runs (or a prompt waits for one)."""
+    session.expect_open()
     if session.turn is not None or session.queue:
         running = session.turn.id if session.turn is not None else "a queued prompt"
         raise SessionError("busy", f"session {session.id} is running turn {running}; change "

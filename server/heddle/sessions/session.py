@@ -53,13 +53,15 @@ class RunningTurn:
 @dataclass
 class QueuedPrompt:
     """A prompt sent while a turn ran. The running turn takes it in at its next step; it
-    counts as answered only when that turn completes, else it runs as a turn of its own."""
+    counts as answered only when that turn completes (or the session is closed), else it runs
+    as a turn of its own."""
 
     text: str
     state: str = "pending"
-    """`pending`, `started` (taken in by the running turn) or `completed`."""
+    """`pending`, `started` (taken in by the running turn) or `answered`."""
     answered_by: tuple[str, object] | None = None
-    """(turn id, Terminal) of the turn that completed with it."""
+    """(turn id, Terminal) of the turn that answered it: completed with it, or ended by a
+    close of the session."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Session:
     compacting: bool = False
     """A compaction of the idle session is running (`compact_session`): no turn may start
     meanwhile, since both would replace the conversation."""
+    closing: anyio.Event | None = None
+    """Set by `SessionRegistry.close` while it ends the session; fired once it is no longer
+    live."""
     turns_run: int = 0
     permission_lock: anyio.Lock = field(default_factory=anyio.Lock)
     options: SessionOptions = SessionOptions()
@@ -108,6 +113,11 @@ class Session:
     mcp: McpServers | None = None
     """Its MCP servers (`heddle.mcp.servers.start_servers`); None: it has none. Its turns
     offer their tools; `SessionRegistry.close` stops them."""
+
+    def expect_open(self) -> None:
+        """SessionError `notFound` if the session is being closed: it is as good as gone."""
+        if self.closing is not None:
+            raise SessionError("notFound", f"session {self.id} is being closed")
 
 
 @dataclass(frozen=True)
@@ -230,11 +240,35 @@ class SessionRegistry:
         except KeyError:
             raise SessionError("notFound", f"no session {session_id!r}") from None
 
-    async def close(self, session_id: str) -> None:
-        """Forget a live session and stop its MCP servers (its transcript stays)."""
-        session = self._sessions.pop(session_id, None)
-        if session is not None and session.mcp is not None:
+    async def close(self, session_id: str) -> int:
+        """End a live session: its running turn is cancelled (and so is each queued prompt
+        that starts after it), then it is forgotten and its MCP servers stopped; returns how
+        many. Its transcript stays. A close while one runs waits for that one (0 stopped)."""
+        session = self.get(session_id)
+        if session.closing is not None:
+            await session.closing.wait()
+            return 0
+        session.closing = anyio.Event()
+        try:
+            while session.turn is not None:
+                running = session.turn
+                running.cancel()
+                await running.done.wait()
+            del self._sessions[session_id]
+            if session.mcp is None:
+                return 0
+            stopped = len(session.mcp.servers)
             await session.mcp.close()
+            return stopped
+        finally:
+            session.closing.set()
+
+    async def settled(self, session_id: str) -> None:
+        """Wait for a close of the session that is under way (a load after it reads the
+        transcript, rather than taking the session that is going away)."""
+        live = self._sessions.get(session_id)
+        if live is not None and live.closing is not None:
+            await live.closing.wait()
 
     async def stop_servers(self) -> None:
         """Stop the MCP servers of every live session (the daemon is exiting)."""

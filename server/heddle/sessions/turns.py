@@ -108,6 +108,7 @@ async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
     text = user_prompt(request.prompt, request.context)
     if not text.strip():  # the model would answer 400 for an empty message
         raise SessionError("prompt", "the prompt is empty: it needs some text")
+    session.expect_open()
     if session.compacting:  # (whatever ifBusy says: it is no turn to queue behind or cancel)
         raise SessionError("compacting", f"session {session.id} is being compacted")
     if session.turn is not None:
@@ -123,7 +124,7 @@ async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
             queued = QueuedPrompt(text)
             session.queue.append(queued)
             while True:
-                if queued.state == "completed":
+                if queued.state == "answered":
                     return queued.answered_by
                 if session.turn is None:
                     session.queue.remove(queued)
@@ -195,9 +196,11 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
         return terminal
     finally:
         completed = terminal is not None and terminal.reason is TerminalReason.COMPLETED
-        for q in taken:
-            if completed:
-                q.state, q.answered_by = "completed", (turn_id, terminal)
+        # A session being closed starts no other turn: what waits is answered by this one.
+        closed = terminal is not None and session.closing is not None
+        for q in list(session.queue) if closed else taken:
+            if completed or closed:
+                q.state, q.answered_by = "answered", (turn_id, terminal)
                 session.queue.remove(q)
             else:
                 q.state = "pending"
@@ -331,6 +334,7 @@ class _Reported:
 async def compact_session(session: Session, deps: TurnDeps, keep_rounds: int = 2
                           ) -> tuple[int, int, str]:
     """Compact an idle session now; returns (tokens before, tokens after, summary)."""
+    session.expect_open()
     if session.turn is not None:
         raise SessionError("busy", f"session {session.id} is running turn {session.turn.id}; "
                            "compact it when the turn has ended")

@@ -384,6 +384,7 @@ async def test_close_ends_the_turn_and_the_prompt_queued_behind_it_and_a_load_wa
     closing = call("session/close")
     late = call("turn/start", prompt="too late", ifBusy="queue")
     configure = call("session/configure", model="other")
+    compact = call("session/compact")
     again = call("session/close")
     loaded = call("session/load")
 
@@ -392,7 +393,7 @@ async def test_close_ends_the_turn_and_the_prompt_queued_behind_it_and_a_load_wa
     assert await queued == first  # answered by the cancelled turn; it never ran
     for closed in (closing, again):
         assert (await closed)["sessionId"] == sid
-    for refused in (late, configure):
+    for refused in (late, configure, compact):
         with pytest.raises(RpcError) as err:
             await refused
         assert err.value.code == -32010 and "being closed" in str(err.value)

@@ -195,6 +195,14 @@ def test_a_session_left_is_closed_with_its_mcp_server_and_resumes_into_its_buffe
         listed = request(editor, "session/list", {"workspace": str(workspace)})
         return {s["sessionId"]: s["live"] for s in listed["sessions"]}
 
+    def settles(expected: dict[str, bool]) -> None:
+        """The daemon's live sessions come to be `expected` (a close is sent when a load
+        answers, and loads wait for their MCP servers)."""
+        deadline = time.monotonic() + 20
+        while (found := live()) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert found == expected
+
     # 1. :AgentNew: the session left (idle) is closed, its MCP server stopped.
     editor.cmd("AgentNew write an essay")
     editor.wait("require('heddle').status().session_id ~= nil and "
@@ -217,7 +225,7 @@ def test_a_session_left_is_closed_with_its_mcp_server_and_resumes_into_its_buffe
     editor.wait(f"(function() local b = vim.fn.bufnr('heddle://session/2'); for _, l in "
                 f"ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do if l:find('^_cancelled') "
                 f"then return true end end return false end)()", "the left turn's footer")
-    assert live() == {first: True, second: False}
+    settles({first: True, second: False})
     servers = pids(starts)
     assert len(servers) == 3  # one per session opened or loaded
     assert wait_dead(servers[1:2], time.monotonic() + 10) == [], "the second session's server"
@@ -236,7 +244,7 @@ def test_a_session_left_is_closed_with_its_mcp_server_and_resumes_into_its_buffe
                 " 0, -1, false), '- resumed: one (3 turns); the next prompt continues it')",
                 "the first session replayed again")
     editor.wait(has_line("_cancelled"), "the cancelled turn's footer")
-    assert live() == {first: True, second: False}
+    settles({first: True, second: False})
     editor.cmd("AgentRun four")
     status = editor.wait_idle()
     assert status["session_id"] == first and status["last"]["reason"] == "completed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,10 @@ def assistant_texts(request: Any) -> list[str]:
 def test_turns_stream_into_a_split_and_follow_ups_continue_the_session(
         editor, scripted: ScriptedServer, workspace: Path) -> None:
     scripted.add_scenario("chat", {"steps": [
+        # ~2 s of streaming: the first line is seen while the turn still runs, also when
+        # Neovim gets little CPU
         {"content": [{"type": "text", "text": "Hello from Heddle.\nThe tests pass now."}],
-         "chunk": 3, "delayMs": 15},
+         "chunk": 3, "delayMs": 150},
         {"content": [{"type": "text", "text": "It adds two numbers."}]},
         {"content": [{"type": "text", "text": "Fresh start."}]},
         {"fault": {"status": 400, "message": "the request is malformed"}},
@@ -151,7 +154,8 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
         editor.lua("return vim.api.nvim_buf_line_count(0)")
         latencies.append(time.monotonic() - sent)
     assert editor.status()["state"] == "running"
-    assert max(latencies) < 0.5, latencies
+    # (the median: a loaded machine may stall any one round trip)
+    assert statistics.median(latencies) < 0.25, latencies
 
     started = time.monotonic()
     editor.cmd("AgentCancel")
@@ -159,7 +163,7 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
     elapsed = time.monotonic() - started
 
     assert status["last"]["reason"] == "cancelled"
-    assert elapsed < 3, f"cancelling took {elapsed:.1f} s"
+    assert elapsed < 5, f"cancelling took {elapsed:.1f} s"
     lines = editor.transcript()
     assert lines[:2] == ["## write a long essay", ""]
     assert lines[2].startswith("word")

@@ -158,10 +158,15 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await workbench.statusItem("Heddle: ask the agent").waitFor();
       mark("extension active");
 
-      /** Wait until the nth answer is streaming, cancel with `click`, and time the end. */
-      const cancelNth = async (n: number, how: string, click: () => Promise<void>) => {
+      /**
+       * Wait until the nth answer is streaming, cancel with `click` (after `prepare`: what
+       * comes before the user's last key or click, such as opening the palette), and time the
+       * end from that last key or click.
+       */
+      const cancelNth = async (n: number, how: string, click: () => Promise<void>, prepare?: () => Promise<() => Promise<void>>) => {
         const streaming = panel.locator("section.assistant").nth(n - 1);
         await streaming.filter({ hasText: "Let me think" }).waitFor();
+        if (prepare) click = await prepare();
         assert.equal(await panel.locator("section.end").count(), n - 1, "the turn is still running");
         const started = Date.now();
         await click();
@@ -191,7 +196,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       await workbench.runCommand("Heddle: Ask agent");
       await workbench.answerInputBox("Ask Heddle", "Once more");
       assert.equal(await page.locator(".notification-toast", { hasText: "Heddle" }).count(), 0);
-      await cancelNth(3, "palette", () => workbench.runCommand("Heddle: Cancel turn"));
+      await cancelNth(3, "palette", async () => undefined, () => workbench.prepareCommand("Heddle: Cancel turn"));
 
       assert.deepEqual(await panel.locator("section.user .text").allInnerTexts(), ["Take your time", "And again, slowly", "Once more"]);
       assert.equal(await panel.locator("#session").getAttribute("data-session-id"), session, "one session throughout");

@@ -209,7 +209,7 @@ describe("session logic against the real daemon", () => {
 
     assert.equal(result.reason, "cancelled");
     assert.equal(result.cancelPhase, "streaming");
-    assert.ok(elapsed < 2000, `cancel took ${elapsed} ms`);
+    assert.ok(elapsed < 5000, `cancel took ${elapsed} ms`); // (prompt: the stream lasts 10 s)
     assert.equal(conversation.running, false);
     assert.equal(conversation.cancel(), false, "nothing left to cancel");
   });

@@ -46,6 +46,11 @@ export class Workbench {
 
   /** Run a command from the palette by its title (as the palette shows it). */
   async runCommand(title: string): Promise<void> {
+    await (await this.prepareCommand(title))();
+  }
+
+  /** Open the palette on `title`'s row; the function returned runs it (presses Enter). */
+  async prepareCommand(title: string): Promise<() => Promise<void>> {
     const input = this.quickInput.locator("input");
     // F1 pressed while a webview has focus reaches the workbench through the webview's key
     // forwarding, which can drop it: try again, a bounded number of times.
@@ -60,7 +65,7 @@ export class Workbench {
     }
     await input.fill(`>${title}`);
     await this.quickInputRow(title).first().waitFor();
-    await input.press("Enter");
+    return () => input.press("Enter");
   }
 
   /** Open a workspace file with quick open and wait for its editor. */

@@ -123,7 +123,7 @@ async def test_a_prompt_while_the_session_is_compacted_is_refused_busy(client, s
     scripted.add_scenario("s", {"steps": [read, read, read, done, done]})
     scripted.add_scenario("summ", {"steps": [  # a summary slow enough to ask meanwhile
         {"content": [{"type": "text", "text": "Goal: read app.py. " * 20}], "chunk": 8,
-         "delayMs": 40}]})
+         "delayMs": 150}]})  # ~7 s: the four refusals below come while it is written
     sid = await new_session(client, workspace, "s", compactModel="summ")
     await client.call("turn/start", {"sessionId": sid, "prompt": "read app.py thrice"})
     compacting = asyncio.ensure_future(client.call("session/compact", {"sessionId": sid}))

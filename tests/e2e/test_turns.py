@@ -99,7 +99,8 @@ async def test_context_items_reach_the_model(client, scripted, workspace):
 
 async def test_busy_session_and_unknown_session_errors(client, scripted, workspace):
     scripted.add_scenario("slow", {"steps": [
-        {"content": [{"type": "text", "text": "x" * 400}], "chunk": 4, "delayMs": 20}]})
+        # 10 s unless cancelled: it still runs after the round trips below on a busy machine
+        {"content": [{"type": "text", "text": "x" * 400}], "chunk": 4, "delayMs": 100}]})
     sid = await new_session(client, workspace, "slow")
     turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "a"}))
     await client.wait_for_event("textDelta")

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Union
 
 import msgspec
@@ -63,6 +64,17 @@ THINKING_TYPES = (ThinkingBlock, RedactedThinkingBlock)
 class Message(msgspec.Struct, frozen=True):
     role: Literal["user", "assistant"]
     content: tuple[Block, ...]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with every lone surrogate as U+FFFD, so that it can be encoded as UTF-8: sent to
+    the editor and the model, recorded, counted. The filesystem gives a name that is not UTF-8
+    with its bytes as surrogates (`\\udcff`); nothing else that reaches a tool's result does
+    (JSON decoders refuse them)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def user_text(text: str) -> Message:

@@ -23,7 +23,8 @@ import msgspec
 from heddle.core.events import (CoreEvent, DiffPreview, PermissionAnswered, PermissionAsked,
                                 Preview, ToolCallFinished)
 from heddle.core.hunks import Review, review
-from heddle.core.messages import ImageBlock, ImageSource, TextBlock, ToolResultBlock, ToolUseBlock
+from heddle.core.messages import (ImageBlock, ImageSource, TextBlock, ToolResultBlock, ToolUseBlock,
+                                  well_formed)
 from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
@@ -193,6 +194,9 @@ class ToolExecutor:
                 diff: str | None = None) -> None:
         if call.result is not None:  # discarded while it ran: reported then
             return
+        # (a file name that is not UTF-8 must not make the result unsendable)
+        content, summary = well_formed(content), well_formed(summary)
+        diff = well_formed(diff) if diff is not None else None
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)

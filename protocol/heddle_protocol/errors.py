@@ -32,3 +32,5 @@ class ErrorCode(enum.IntEnum):
     """The session's transcript cannot be loaded (e.g. written by a newer Heddle)."""
     SETTINGS_CHANGED = -32015
     """`workspace/trust` was asked to trust content the project settings file no longer has."""
+    SESSION_IN_USE = -32016
+    """The session is live in another Heddle process (another editor window, `heddle ask`)."""

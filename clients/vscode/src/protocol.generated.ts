@@ -35,6 +35,7 @@ export const ErrorCodes = {
   CompactionFailed: -32014,
   TranscriptUnreadable: -32013,
   SettingsChanged: -32015,
+  SessionInUse: -32016,
 } as const;
 
 export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput"] as const;

@@ -23,6 +23,7 @@ _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SES
                   "compacting": ErrorCode.SESSION_BUSY,
                   "workspace": ErrorCode.INVALID_WORKSPACE,
                   "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
+                  "inUse": ErrorCode.SESSION_IN_USE,
                   "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS}
 _HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue",
           "compacting": "; send the prompt once session/compact has answered"}

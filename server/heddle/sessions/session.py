@@ -19,7 +19,7 @@ from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.settings import ModelLimitSettings
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
-                                        TranscriptWriter, read)
+                                        TranscriptInUse, TranscriptWriter, read)
 from heddle.settings import CacheSettings
 from heddle.tools.documents import EditorDocuments
 
@@ -200,14 +200,37 @@ class SessionRegistry:
             raise SessionError("notFound", f"no session {session_id!r}")
         live = self._sessions.get(session_id)
         running = live.turn.id if live is not None and live.turn is not None else None
+        transcript = None
+        if live is None:  # first the lock: what is read (and repaired) is no one else's
+            try:
+                transcript = TranscriptWriter(path)
+            except TranscriptInUse:
+                raise SessionError("inUse", f"session {session_id} is open in another Heddle "
+                                   "(an editor window or heddle ask): end it there first, or "
+                                   "start a new session") from None
+            except OSError as exc:
+                raise SessionError("transcript", f"cannot open {path.name}: {exc}") from None
         try:
             loaded = read(path, close=running is None)
-        except TranscriptError as exc:
-            raise SessionError("transcript", str(exc)) from None
-        except OSError as exc:
-            raise SessionError("transcript", f"cannot read {path.name}: {exc}") from None
+        except (TranscriptError, OSError) as exc:
+            if transcript is not None:
+                transcript.close()
+            why = str(exc) if isinstance(exc, TranscriptError) else f"cannot read {path.name}: {exc}"
+            raise SessionError("transcript", why) from None
         if live is not None:  # its history is in memory; the repairs are only for the replay
             return live, loaded
+        try:
+            session = self._revive(loaded, transcript, policy_for, defaults)
+        except BaseException:
+            transcript.close()
+            raise
+        self._sessions[session_id] = session
+        return session, loaded
+
+    def _revive(self, loaded: Loaded, transcript: TranscriptWriter,
+                policy_for: Callable[[str | None, str], PermissionPolicy],
+                defaults: SessionOptions) -> Session:
+        """The live session a transcript read (and locked) describes."""
         h = loaded.header
         mode = loaded.permission_mode or (None if h.mode_from_settings else h.permission_mode)
         policy = policy_for(mode, h.workspace)
@@ -220,7 +243,7 @@ class SessionRegistry:
                 loaded.warnings.append(f"skipped the session rule {pattern!r}: {exc}")
         options = SessionOptions(h.fallback_model, h.thinking_budget, h.summary_model,
                                  h.compact_model)
-        transcript = TranscriptWriter(path)
+        transcript.mend()  # (after the read, which reported a record cut off)
         for record in loaded.repairs:
             transcript.record(record)
         policy.on_session_rules = transcript.rules
@@ -230,9 +253,8 @@ class SessionRegistry:
                           options=options.over(defaults), transcript=transcript,
                           created_at=h.created_at, documents=self.documents)
         for warning in loaded.warnings:
-            log.warning("session %s: %s", session_id, warning)
-        self._sessions[session_id] = session
-        return session, loaded
+            log.warning("session %s: %s", h.session_id, warning)
+        return session
 
     def get(self, session_id: str) -> Session:
         try:
@@ -255,6 +277,8 @@ class SessionRegistry:
                 running.cancel()
                 await running.done.wait()
             del self._sessions[session_id]
+            if session.transcript is not None:
+                session.transcript.close()  # another daemon may load it now
             if session.mcp is None:
                 return 0
             stopped = len(session.mcp.servers)

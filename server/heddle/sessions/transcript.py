@@ -43,6 +43,7 @@ the same way where the next turn starts.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,10 @@ class TranscriptError(Exception):
     """A transcript that cannot be loaded (unknown format version, not a transcript)."""
 
 
+class TranscriptInUse(Exception):
+    """Another Heddle process writes the transcript: its session is live there."""
+
+
 class Header(msgspec.Struct, frozen=True):
     version: int
     session_id: str
@@ -97,18 +102,33 @@ _encoder = msgspec.json.Encoder()
 
 
 class TranscriptWriter:
-    """Appends records to one session's file; each write is flushed before it returns."""
+    """Appends records to one session's file; each write is flushed before it returns.
+
+    It holds an exclusive lock on the file (`flock`) until `close`, or until the process ends:
+    a second daemon (another editor window, `heddle ask -c`) cannot load the session meanwhile,
+    so two never append to one transcript, and none repairs a turn another still runs."""
 
     def __init__(self, path: Path, header: Header | None = None):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        if header is None:
-            _mend_tail(path)
         self._file = open(path, "ab", buffering=0)
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise TranscriptInUse(path.name) from None
         if header is not None:
             self._write(header)
 
+    def mend(self) -> None:
+        """Before appending to a file read (after a crash, say): see `_mend_tail`."""
+        _mend_tail(self.path)
+
     def _write(self, record: Any) -> None:
+        if self._file.closed:  # the session was closed; what comes late is not kept
+            log.warning("transcript %s is closed: a %s record is not kept", self.path.name,
+                        record.get("type") if isinstance(record, dict) else "header")
+            return
         try:
             self._file.write(_encoder.encode(record) + b"\n")
         except OSError as exc:  # a full disk must not end the turn; the log says what was lost
@@ -171,6 +191,7 @@ class TranscriptWriter:
                      "at": time.time()})
 
     def close(self) -> None:
+        """Stop writing, and let another process load the session."""
         self._file.close()
 
 

@@ -54,6 +54,7 @@ return {
     COMPACTION_FAILED = -32014,
     TRANSCRIPT_UNREADABLE = -32013,
     SETTINGS_CHANGED = -32015,
+    SESSION_IN_USE = -32016,
   },
   terminal_reasons = {
     "completed",

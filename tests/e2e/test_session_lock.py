@@ -1,0 +1,46 @@
+"""One session, one daemon: a session live in one Heddle (an editor window, `heddle ask`) cannot
+be loaded by another until it is closed there or that daemon ends, so two never append to one
+transcript and none repairs a turn the other still runs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from heddle.client import RpcError
+
+LONG = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50}
+DONE = {"content": [{"type": "text", "text": "Done."}]}
+
+
+async def test_a_session_live_in_one_daemon_is_refused_by_another_until_it_is_closed(
+        daemons, scripted, workspace):
+    scripted.add_scenario("lock", {"steps": [LONG, DONE, DONE]})
+    one, two = await daemons(), await daemons()
+    sid = (await one.call("session/new", {"workspace": str(workspace), "model": "lock"}))[
+        "sessionId"]
+    running = asyncio.ensure_future(one.call("turn/start", {"sessionId": sid, "prompt": "go"},
+                                             timeout=40))
+    await one.wait_for("textDelta")
+
+    with pytest.raises(RpcError) as err:
+        await two.call("session/load", {"sessionId": sid})
+    assert err.value.code == -32016 and "open in another Heddle" in str(err.value)
+    listed = (await two.call("session/list", {"workspace": str(workspace)}))["sessions"]
+    assert [(s["sessionId"], s["live"]) for s in listed] == [(sid, False)]
+
+    await one.call("session/close", {"sessionId": sid})
+    assert (await running)["reason"] == "cancelled"
+    loaded = await two.call("session/load", {"sessionId": sid})  # closed there: it loads here
+    assert loaded["turns"] == 1
+    assert (await two.call("turn/start", {"sessionId": sid, "prompt": "on"},
+                           timeout=40))["reason"] == "completed"
+    # and now the first daemon is the other one: refused there, until the second ends
+    with pytest.raises(RpcError) as err:
+        await one.call("session/load", {"sessionId": sid})
+    assert err.value.code == -32016
+    await two.kill()
+    assert (await one.call("session/load", {"sessionId": sid}))["turns"] == 2
+    assert (await one.call("turn/start", {"sessionId": sid, "prompt": "again"},
+                           timeout=40))["reason"] == "completed"

@@ -217,15 +217,21 @@ async def test_interrupting_prompt_replaces_the_turn_without_a_note(client, scri
 
 async def test_queued_prompt_joins_the_running_turn(daemon_env, daemon_command, scripted,
                                                      workspace):
-    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 1"}}]}
+    # the Bash call holds the turn until the gate exists (at most 30 s)
+    gated = "for i in $(seq 1500); do [ -e gate ] && break; sleep 0.02; done"
+    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": gated}}]}
     scripted.add_scenario("s", {"steps": [bash, DONE]})
     c = await lsp.start(daemon_env, daemon_command)
     try:
         sid = await new_session(c, workspace, "s", permissionMode="bypassPermissions")
         first = asyncio.ensure_future(turn(c, sid, prompt="first"))
         await c.wait_for_event("toolCallInput")
-        second = await turn(c, sid, prompt="and also this", ifBusy="queue")
-        first = await asyncio.wait_for(first, 10)
+        second = asyncio.ensure_future(turn(c, sid, prompt="and also this", ifBusy="queue"))
+        # requests are taken in the order they arrive: once this is answered, the prompt is
+        # queued in the running turn, and only then does its Bash call end
+        await c.call("session/list", {}, timeout=10)
+        (workspace / "gate").touch()
+        first, second = await asyncio.wait_for(asyncio.gather(first, second), 30)
     finally:
         await lsp.stop(c)
     assert first["reason"] == second["reason"] == "completed"

@@ -120,19 +120,20 @@ async def test_crash_while_permission_is_pending(daemons, scripted, workspace, d
     assert got["messages"][2]["content"][0]["is_error"] is True
 
 
-async def test_random_kill_points(daemons, scripted, workspace, daemon_env):
-    rand = random.Random(os.getpid())
+@pytest.mark.parametrize("point", range(4))
+async def test_random_kill_points(daemons, scripted, workspace, daemon_env, point):
+    """One of four random kill points (per run) in a turn that streams, reads and runs Bash;
+    one per test, so each test starts only two daemons."""
+    rand = random.Random(os.getpid())  # the same four points for the four tests of a run
+    delay = [rand.uniform(0.0, 1.0) for _ in range(4)][point]
     step = {"content": [{"type": "text", "text": "Let me check. " * 10},
                         {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
                         {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 2"}}],
             "chunk": 5, "delayMs": 10}
-    points = []
-    for _ in range(4):
-        delay = rand.uniform(0.0, 1.0)
-        await kill_during(daemons, scripted, workspace, daemon_env, step, "modelCall", delay,
-                          mode="bypassPermissions")
-        points.append(round(delay, 2))
-    assert len(points) == 4
+    print(f"killed {delay:.2f} s after the model call started")
+    # kill_during checks the session loads and its turn continues with a valid request
+    await kill_during(daemons, scripted, workspace, daemon_env, step, "modelCall", delay,
+                      mode="bypassPermissions")
 
 
 async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_path):

@@ -23,7 +23,8 @@ class HeddleTestClient(LanguageClient):
     def turn_events(self, kind: str | None = None) -> list[dict]:
         return [e["event"] for e in self.events if kind is None or e["event"]["kind"] == kind]
 
-    async def wait_for_event(self, kind: str, timeout: float = 10.0) -> dict:
+    async def wait_for_event(self, kind: str, timeout: float = 30.0) -> dict:
+        # 30 s: a fresh daemon's first model call waits for the SDK's warm-up (seconds under load)
         async def poll():
             while True:
                 found = self.turn_events(kind)

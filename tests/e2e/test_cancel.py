@@ -20,7 +20,7 @@ SLOW_TEXT = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "
 AFTER = {"content": [{"type": "text", "text": "Continuing."}]}
 
 
-async def wait_for_file(path: Path, timeout: float = 10.0) -> str:
+async def wait_for_file(path: Path, timeout: float = 30.0) -> str:
     deadline = time.monotonic() + timeout
     while not path.exists() or not path.read_text().strip():
         assert time.monotonic() < deadline, f"{path} never appeared"
@@ -165,7 +165,7 @@ async def test_cancel_while_permission_pending(client, scripted, workspace):
     client.answer = hold
     sid = await new_session(client, workspace, "p")
     turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
-    await asyncio.wait_for(asked.wait(), 10)
+    await asyncio.wait_for(asked.wait(), 30)
     client.protocol.notify("turn/cancel", {"sessionId": sid})
     result = await asyncio.wait_for(turn, 10)
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "tools")

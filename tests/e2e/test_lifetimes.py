@@ -127,11 +127,16 @@ async def test_a_signal_cancels_turns_then_exits(daemon, scripted, workspace, da
     assert f"exiting with code {128 + sig} ({sig.name})" in log
 
 
-async def test_requests_during_a_signalled_stop_are_refused(daemon, scripted, workspace):
+async def test_requests_during_a_signalled_stop_are_refused(daemon, scripted, workspace,
+                                                            daemon_env):
     # a tool that ignores SIGTERM holds the stop for its kill grace (2 s)
     sid, pids = await start_tool_tree(daemon, scripted, workspace, "trap '' TERM; " + TREE)
+    log = Path(daemon_env["HEDDLE_LOG_FILE"])
     daemon.proc.send_signal(signal.SIGTERM)
-    await asyncio.sleep(0.3)
+    deadline = time.monotonic() + 10  # logged in the signal handler, as the stop begins
+    while "SIGTERM: cancelling 1 running turns" not in log.read_text():
+        assert time.monotonic() < deadline, "the daemon never logged the signal"
+        await asyncio.sleep(0.02)
     daemon.send({"jsonrpc": "2.0", "id": 9, "method": "session/list", "params": {}})
     messages = await read_until_closed(daemon)
     refused = next(m for m in messages if m.get("id") == 9)

@@ -217,15 +217,21 @@ async def test_interrupting_prompt_replaces_the_turn_without_a_note(client, scri
 
 async def test_queued_prompt_joins_the_running_turn(daemon_env, daemon_command, scripted,
                                                      workspace):
-    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 1"}}]}
+    # the Bash call holds the turn until the gate exists (at most 30 s)
+    gated = "for i in $(seq 1500); do [ -e gate ] && break; sleep 0.02; done"
+    bash = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": gated}}]}
     scripted.add_scenario("s", {"steps": [bash, DONE]})
     c = await lsp.start(daemon_env, daemon_command)
     try:
         sid = await new_session(c, workspace, "s", permissionMode="bypassPermissions")
         first = asyncio.ensure_future(turn(c, sid, prompt="first"))
         await c.wait_for_event("toolCallInput")
-        second = await turn(c, sid, prompt="and also this", ifBusy="queue")
-        first = await asyncio.wait_for(first, 10)
+        second = asyncio.ensure_future(turn(c, sid, prompt="and also this", ifBusy="queue"))
+        # requests are taken in the order they arrive: once this is answered, the prompt is
+        # queued in the running turn, and only then does its Bash call end
+        await c.call("session/list", {}, timeout=10)
+        (workspace / "gate").touch()
+        first, second = await asyncio.wait_for(asyncio.gather(first, second), 30)
     finally:
         await lsp.stop(c)
     assert first["reason"] == second["reason"] == "completed"
@@ -267,22 +273,33 @@ async def test_thinking_streams_and_stays_in_the_trajectory(client, scripted, wo
 
 
 async def test_tool_batches_get_one_line_summaries(client, scripted, workspace):
-    # the summary arrives while the next call streams (slowly here); it never delays the loop
-    slow_done = {"content": [{"type": "text", "text": "All done here."}], "chunk": 1, "delayMs": 60}
-    scripted.add_scenario("s", {"steps": [READ, slow_done]})
+    # the summary arrives while the loop goes on (here: a Bash call that waits for a gate the
+    # test makes once the summary is in, at most 30 s); it never delays the loop
+    gated = "for i in $(seq 1500); do [ -e gate ] && break; sleep 0.02; done"
+    wait = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": gated}}]}
+    scripted.add_scenario("s", {"steps": [READ, wait, DONE]})
     scripted.add_scenario("cheap", {"steps": [  # its first answer breaks off: asked again
         {"content": [{"type": "text", "text": "Looked at"}], "chunk": 4,
          "fault": {"drop": True, "afterEvents": 4}},
         {"content": [{"type": "text", "text": "Read app.py"}]}]})
-    sid = await new_session(client, workspace, "s", summaryModel="cheap")
-    result = await turn(client, sid)
+    sid = await new_session(client, workspace, "s", summaryModel="cheap",
+                            permissionMode="bypassPermissions")
+    running = asyncio.ensure_future(turn(client, sid))
+    try:
+        summary = await client.wait_for_event("toolSummary", timeout=30)
+    finally:
+        (workspace / "gate").touch()
+    result = await asyncio.wait_for(running, 30)
     assert result["reason"] == "completed"
-    summary = await client.wait_for_event("toolSummary")
+    # the Bash batch's summary finds no third answer (or is cancelled as the turn ends)
+    (summary,) = client.turn_events("toolSummary")
     assert summary["summary"] == "Read app.py"
     assert len(summary["toolCallIds"]) == 1
-    assert len(scripted.requests_for("cheap")) == 2
-    asked = scripted.requests_for("cheap")[0].body
-    assert asked["max_tokens"] == 64 and "Read" in asked["messages"][0]["content"][0]["text"]
+    asked = scripted.requests_for("cheap")
+    assert [r.step_index for r in asked[:2]] == [0, 1]  # the dropped answer, then its retry
+    assert "Read" in asked[0].body["messages"][0]["content"][0]["text"]
+    assert asked[0].body["max_tokens"] == 64
+    assert "Bash" not in asked[1].body["messages"][0]["content"][0]["text"]
 
 
 async def test_prompt_too_long_collapses_older_rounds_first(client, scripted, workspace):

@@ -67,7 +67,7 @@ async def test_a_cancelled_prompt_is_answered_cancelled_before_the_call_finishes
     sid = await new_session(client, workspace, "p")
     turn = asyncio.ensure_future(client.protocol.send_request_async(
         "turn/start", {"sessionId": sid, "prompt": "go"}, msg_id=777))
-    await asyncio.wait_for(asked.wait(), 10)
+    await asyncio.wait_for(asked.wait(), 30)
 
     await cancel(client, sid, 777)
     result = await asyncio.wait_for(turn, 10)
@@ -91,7 +91,7 @@ async def test_shutdown_with_a_prompt_open_answers_it_cancelled(daemon_env, daem
         asked = hold_prompts(c, never)
         sid = await new_session(c, workspace, "p")
         turn = asyncio.ensure_future(c.call("turn/start", {"sessionId": sid, "prompt": "go"}))
-        await asyncio.wait_for(asked.wait(), 10)
+        await asyncio.wait_for(asked.wait(), 30)
         await asyncio.wait_for(c.shutdown_session(), 10)
         assert (await asyncio.wait_for(turn, 10))["reason"] == "cancelled"
     finally:
@@ -115,7 +115,7 @@ async def test_a_sub_agents_open_prompt_is_answered_cancelled_too(client, script
     asked = hold_prompts(client, never)
     sid = await new_session(client, workspace, "m")
     turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
-    await asyncio.wait_for(asked.wait(), 10)
+    await asyncio.wait_for(asked.wait(), 30)
     client.protocol.notify("turn/cancel", {"sessionId": sid})
     assert (await asyncio.wait_for(turn, 10))["reason"] == "cancelled"
 

@@ -13,7 +13,7 @@ import pytest
 
 from heddle.client import RpcError
 from e2e import lsp
-from e2e.crashable import SLEEPER, after, reap_sleeper, transcript_path
+from e2e.crashable import SLEEPER, after, file_appears, reap_sleeper, transcript_path
 from e2e.test_turns import new_session, read_grep_edit
 
 SLOW = {"content": [{"type": "text", "text": "Streaming words " * 60}], "chunk": 4, "delayMs": 15}
@@ -56,7 +56,10 @@ async def test_list_load_replay_and_resume(daemons, scripted, workspace, daemon_
 
 async def kill_during(daemons, scripted, workspace, daemon_env, step: dict, trigger: str,
                       delay: float, *, mode: str = "default") -> tuple[str, dict]:
-    """Run a turn, SIGKILL the daemon at `trigger` + `delay`, then load and continue."""
+    """Run a turn, SIGKILL the daemon at `trigger` + `delay`, then load and continue.
+
+    `trigger`: "permission" (a prompt is open), "sleeper" (SLEEPER's pid file is written: the
+    Bash call runs), or the kind of the first event to wait for."""
     name = f"s{random.randrange(1 << 30)}"
     scripted.add_scenario(name, {"steps": [step, DONE]})
     d = await daemons()
@@ -68,6 +71,8 @@ async def kill_during(daemons, scripted, workspace, daemon_env, step: dict, trig
     try:
         if trigger == "permission":
             await asyncio.wait_for(d.permission_asked.wait(), 15)
+        elif trigger == "sleeper":
+            await file_appears(workspace / "sleeper.pid")
         else:
             await d.wait_for(trigger)
         await asyncio.sleep(delay)
@@ -100,8 +105,8 @@ async def test_crash_while_streaming_keeps_what_was_shown(daemons, scripted, wor
 
 async def test_crash_during_a_tool_gets_an_interrupted_result(daemons, scripted, workspace,
                                                                 daemon_env):
-    _, got = await kill_during(daemons, scripted, workspace, daemon_env, BASH, "toolCallInput",
-                               0.3, mode="bypassPermissions")
+    _, got = await kill_during(daemons, scripted, workspace, daemon_env, BASH, "sleeper", 0.0,
+                               mode="bypassPermissions")
     messages = got["messages"]
     result = messages[2]["content"][0]
     assert result["type"] == "tool_result" and result["is_error"] is True
@@ -115,19 +120,20 @@ async def test_crash_while_permission_is_pending(daemons, scripted, workspace, d
     assert got["messages"][2]["content"][0]["is_error"] is True
 
 
-async def test_random_kill_points(daemons, scripted, workspace, daemon_env):
-    rand = random.Random(os.getpid())
+@pytest.mark.parametrize("point", range(4))
+async def test_random_kill_points(daemons, scripted, workspace, daemon_env, point):
+    """One of four random kill points (per run) in a turn that streams, reads and runs Bash;
+    one per test, so each test starts only two daemons."""
+    rand = random.Random(os.getpid())  # the same four points for the four tests of a run
+    delay = [rand.uniform(0.0, 1.0) for _ in range(4)][point]
     step = {"content": [{"type": "text", "text": "Let me check. " * 10},
                         {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}},
                         {"type": "tool_use", "name": "Bash", "input": {"command": "sleep 2"}}],
             "chunk": 5, "delayMs": 10}
-    points = []
-    for _ in range(4):
-        delay = rand.uniform(0.0, 1.0)
-        await kill_during(daemons, scripted, workspace, daemon_env, step, "modelCall", delay,
-                          mode="bypassPermissions")
-        points.append(round(delay, 2))
-    assert len(points) == 4
+    print(f"killed {delay:.2f} s after the model call started")
+    # kill_during checks the session loads and its turn continues with a valid request
+    await kill_during(daemons, scripted, workspace, daemon_env, step, "modelCall", delay,
+                      mode="bypassPermissions")
 
 
 async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_path):

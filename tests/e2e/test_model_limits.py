@@ -80,3 +80,25 @@ async def test_compaction_asks_no_more_than_the_summary_models_limit(client, scr
     assert compacted["summary"] == "Goal: read app.py."
     (summarising,) = scripted.requests_for("local-summ")
     assert summarising.body["max_tokens"] == 2000
+
+
+async def test_a_prompt_the_window_cannot_take_is_refused_and_not_kept(client, scripted,
+                                                                       workspace):
+    # Haiku 3: a window of 200,000 tokens and 4,096 of output; the prompt alone is ~230,000
+    scripted.add_scenario("claude-3-haiku-20240307",
+                          {"apiModel": "claude-3-haiku-20240307",
+                           "steps": [{"content": [{"type": "text", "text": "Fine."}]}]})
+    sid = await new_session(client, workspace, "claude-3-haiku-20240307")
+    try:
+        await client.call("turn/start", {"sessionId": sid, "prompt": "word " * 160_000},
+                          timeout=40)
+    except Exception as exc:
+        assert getattr(exc, "code", None) == -32602, exc
+        assert "more than the context window of claude-3-haiku-20240307 (200,000)" in str(exc)
+    else:
+        raise AssertionError("a prompt bigger than the window was taken")
+    assert scripted.requests_for("claude-3-haiku-20240307") == []  # nothing was sent
+    assert (await turn(client, sid))["reason"] == "completed"  # the session goes on
+    (sent,) = scripted.requests_for("claude-3-haiku-20240307")
+    (only,) = sent.body["messages"]  # the refused prompt is not in the conversation
+    assert [b["text"] for b in only["content"]] == ["go"]

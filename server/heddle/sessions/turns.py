@@ -19,7 +19,7 @@ import anyio.lowlevel
 
 from heddle.context.compactor import CompactResult, Compactor
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
-from heddle.context.windows import Limits
+from heddle.context.windows import Limits, estimate_tokens
 from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
                                 TerminalReason, ThinkingDone, ToolCallFinished, ToolOutputChunk,
                                 Usage)
@@ -108,6 +108,7 @@ async def start_turn(session: Session, request: TurnRequest, deps: TurnDeps,
     text = user_prompt(request.prompt, request.context)
     if not text.strip():  # the model would answer 400 for an empty message
         raise SessionError("prompt", "the prompt is empty: it needs some text")
+    too_big(text, session, deps)
     session.expect_open()
     if session.compacting:  # (whatever ifBusy says: it is no turn to queue behind or cancel)
         raise SessionError("compacting", f"session {session.id} is being compacted")
@@ -236,6 +237,23 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         cache_cold=bool(cache.prompt_cache) and cache_expired(session.last_call_at,
                                                              time.monotonic(), ttl),
         pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
+
+
+def too_big(text: str, session: Session, deps: TurnDeps) -> None:
+    """SessionError `prompt` for a prompt the model's window cannot take even alone: no
+    compaction could make room for it, and kept in the conversation it would block every
+    later turn."""
+    limits_of = session_limits(session, deps)
+    if limits_of is not None:
+        limits = limits_of(session.model)
+    else:
+        found = model_limits(session.model)
+        limits = Limits(found.context_window, found.max_output)
+    size = estimate_tokens(text)
+    if size > limits.blocking_at:
+        raise SessionError("prompt", f"the prompt is about {size:,} tokens, more than the "
+                           f"context window of {session.model} ({limits.window:,}) can take "
+                           "with its answer: send less (the agent can read a file itself)")
 
 
 def session_limits(session: Session, deps: TurnDeps) -> Callable[[str], Limits] | None:

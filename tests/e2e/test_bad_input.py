@@ -129,6 +129,43 @@ async def test_requests_after_shutdown_are_refused_then_exit(raw):
     assert b"Traceback" not in await raw.proc.stderr.read()
 
 
+NOTIFICATIONS_WITH_IDS = [
+    {"jsonrpc": "2.0", "id": 71, "method": "initialized", "params": {}},
+    {"jsonrpc": "2.0", "id": 72, "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": "file:///tmp/a.py", "languageId": "python", "version": 1, "text": "x"}}},
+    {"jsonrpc": "2.0", "id": 73, "method": "$/cancelRequest", "params": {"id": 2}},
+    {"jsonrpc": "2.0", "id": 74, "method": "turn/cancel", "params": {"sessionId": "nope"}},
+]
+
+
+async def test_a_notification_sent_with_an_id_is_refused_and_never_stalls_exit(raw, daemon_env):
+    """A notification method with an `id` is a request JSON-RPC cannot serve: each is answered
+    -32600 at once, and an `exit` right behind them does not wait for them."""
+    await raw.initialize()
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in [
+        *NOTIFICATIONS_WITH_IDS, {"jsonrpc": "2.0", "id": 80, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"}]))
+    replies = [await raw.read() for _ in range(5)]
+    assert [r["id"] for r in replies] == [71, 72, 73, 74, 80]
+    for reply, sent in zip(replies, NOTIFICATIONS_WITH_IDS):
+        assert reply["error"]["code"] == -32600
+        assert reply["error"]["message"] == (
+            f"invalid request: {sent['method']} is a notification; send it without an id")
+    assert replies[-1]["result"] is None
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "did not finish" not in log and "did not end" not in log and "Traceback" not in log
+
+
+async def test_a_notification_with_an_id_leaves_the_daemon_serving(raw, tmp_path):
+    await raw.initialize()
+    for message in NOTIFICATIONS_WITH_IDS:
+        raw.send(message)
+        assert (await raw.request_reply(message["id"]))["error"]["code"] == -32600
+    reply = await raw.request(81, "session/new", {"workspace": str(tmp_path)})
+    assert reply["result"]["workspace"] == str(tmp_path)
+
+
 async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace, daemon_env):
     scripted.add_scenario("slow", {"steps": [
         {"content": [{"type": "text", "text": "x" * 2000}], "chunk": 2, "delayMs": 5}]})

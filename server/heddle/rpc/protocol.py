@@ -17,17 +17,30 @@ from concurrent.futures import Future
 from typing import Any
 
 import anyio
+import attrs
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
-from heddle_protocol import ErrorCode
+from heddle_protocol import ErrorCode, Kind
+from heddle_protocol import method as method_entry
 from heddle.frames import encode
 from heddle.rpc.boot import EarlyInitialize, EarlyInitializeParams, initialize_result, valid_id
 from heddle.rpc.framing import BadInput
 from heddle.rpc.pygls_adapter import PyglsProtocol
 
 log = logging.getLogger(__name__)
+
+
+def is_notification(method: str) -> bool:
+    """`method` is a notification, of LSP's or of Heddle's own table (which takes no id)."""
+    lsp_type = lsp.METHOD_TO_TYPES.get(method, (None,))[0]
+    if lsp_type is not None:
+        return "id" not in {field.name for field in attrs.fields(lsp_type)}
+    try:
+        return method_entry(method).kind is Kind.NOTIFICATION
+    except KeyError:
+        return False
 
 
 class RpcError(JsonRpcException):
@@ -88,6 +101,11 @@ class HeddleProtocol(PyglsProtocol):
             return
         if method == lsp.EXIT:
             self.server.request_stop(0 if self.shutdown_received else 1)
+            return
+        if is_request and is_notification(method):
+            # pygls would run it as a notification and never answer it: refuse it instead
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
+                             f"invalid request: {method} is a notification; send it without an id")
             return
         if is_request and not self.initialize_seen and method != lsp.INITIALIZE:
             self._send_error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,

@@ -78,3 +78,23 @@ async def test_dev_null_as_stdin_is_an_immediate_end(daemon_env, workspace):
                                                 stderr=asyncio.subprocess.DEVNULL)
     out, _ = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0 and out == b""
+
+
+async def test_a_cwd_with_a_nul_is_invalid_params_and_the_agent_keeps_serving(daemon_env,
+                                                                             workspace):
+    proc = await start(daemon_env, workspace)
+    try:
+        for msg_id, cwd in [(1, f"{workspace}\u0000x"), (2, str(workspace))]:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "session/new",
+                                         "params": {"cwd": cwd, "mcpServers": []}}).encode() + b"\n")
+        await proc.stdin.drain()
+        refused, opened = await answer(proc), await answer(proc)
+        assert refused["id"] == 1 and refused["error"]["code"] == -32602
+        assert refused["error"]["message"] == (
+            f"invalid params: workspace {str(workspace) + chr(0) + 'x'!r} is no path: "
+            "it holds a NUL - at `$.cwd`")
+        assert opened["id"] == 2 and opened["result"]["sessionId"]
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 15)
+    assert proc.returncode == 0

@@ -129,6 +129,23 @@ async def test_requests_after_shutdown_are_refused_then_exit(raw):
     assert b"Traceback" not in await raw.proc.stderr.read()
 
 
+async def test_a_workspace_with_a_nul_is_an_invalid_workspace(raw, tmp_path, daemon_env):
+    """A NUL makes no path: -32012 saying so (not an internal error), for every method that
+    takes a workspace, and the daemon goes on serving."""
+    await raw.initialize()
+    bad = f"{tmp_path}\u0000x"
+    for msg_id, method, params in [(2, "session/new", {"workspace": bad}),
+                                   (3, "session/list", {"workspace": bad}),
+                                   (4, "workspace/trust", {"workspace": bad}),
+                                   (5, "workspace/trust", {"workspace": bad, "dryRun": True})]:
+        error = (await raw.request(msg_id, method, params))["error"]
+        assert error == {"code": -32012,
+                         "message": f"workspace {bad!r} is no path: it holds a NUL"}, method
+    reply = await raw.request(6, "session/new", {"workspace": str(tmp_path)})
+    assert reply["result"]["workspace"] == str(tmp_path)
+    assert "Traceback" not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
 NOTIFICATIONS_WITH_IDS = [
     {"jsonrpc": "2.0", "id": 71, "method": "initialized", "params": {}},
     {"jsonrpc": "2.0", "id": 72, "method": "textDocument/didOpen", "params": {"textDocument": {

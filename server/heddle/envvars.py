@@ -1,4 +1,4 @@
-"""Numbers from environment variables, with an error that names the variable."""
+"""Numbers and the log level from environment variables, with an error that names the variable."""
 
 from __future__ import annotations
 
@@ -19,3 +19,18 @@ def number(env: Mapping[str, str], name: str, default: float, *, whole: bool = F
     if not value >= minimum:  # also refuses nan
         raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}")
     return value
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(env: Mapping[str, str], name: str = "HEDDLE_LOG_LEVEL", default: str = "INFO"
+              ) -> str:
+    """`env[name]` as a logging level name, in any case (`default` when unset or empty);
+    ValueError names the variable and the levels there are."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if raw.upper() not in LOG_LEVELS:
+        raise ValueError(f"{name} must be one of {', '.join(LOG_LEVELS)}, not {raw!r}")
+    return raw.upper()

@@ -98,3 +98,15 @@ async def test_a_cwd_with_a_nul_is_invalid_params_and_the_agent_keeps_serving(da
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 15)
     assert proc.returncode == 0
+
+
+async def test_a_bad_log_level_stops_the_agent_with_one_line(daemon_env, workspace):
+    proc = await asyncio.create_subprocess_exec(
+        *AGENT, env={**daemon_env, "HEDDLE_LOG_LEVEL": "LOUD"}, cwd=workspace,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1 and out == b""
+    (line,) = err.decode().splitlines()
+    assert line.endswith("heddle acp stopped: HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, "
+                         "WARNING, ERROR, CRITICAL, not 'LOUD'")

@@ -278,9 +278,18 @@ async def test_requests_after_shutdown_are_refused_even_before_it_is_done(raw, d
     assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
 
 
+BAD_SETTINGS = {
+    "HEDDLE_CONTEXT_WINDOW": ("lots", "HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'"),
+    "HEDDLE_LOG_LEVEL": ("LOUD", "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, "
+                                 "CRITICAL, not 'LOUD'"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_SETTINGS)
 async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_env,
-                                                                         daemon_command):
-    env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}
+                                                                         daemon_command, name):
+    value, why = BAD_SETTINGS[name]
+    env = {**daemon_env, name: value}
     proc = await asyncio.create_subprocess_exec(
         *daemon_command, env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -288,14 +297,15 @@ async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_
     try:
         raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                   "params": {"processId": None, "capabilities": {}}})
-        assert "result" in await raw.read()
         shown = await raw.read()
+        if "result" in shown:  # answered early, before the daemon found the setting bad
+            shown = await raw.read()
         assert shown["method"] == "window/showMessage" and shown["params"]["type"] == 1
-        assert shown["params"]["message"] == (
-            "Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'")
+        assert shown["params"]["message"] == f"Heddle cannot start: {why}"
         assert await asyncio.wait_for(proc.wait(), 10) == 1
-        assert "HEDDLE_CONTEXT_WINDOW must be a whole number" in Path(
-            daemon_env["HEDDLE_LOG_FILE"]).read_text()
+        assert why in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+        stderr = (await asyncio.wait_for(proc.stderr.read(), 10)).decode()
+        assert why in stderr and "Traceback" not in stderr
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -1,8 +1,8 @@
-"""Numbers from environment variables."""
+"""Numbers and the log level from environment variables."""
 
 import pytest
 
-from heddle.envvars import number
+from heddle.envvars import log_level, number
 
 
 def test_unset_or_empty_is_the_default():
@@ -25,3 +25,12 @@ def test_errors_name_the_variable(raw, whole, minimum, message):
     with pytest.raises(ValueError) as err:
         number({"X": raw}, "X", 5, whole=whole, minimum=minimum)
     assert str(err.value) == message
+
+
+def test_log_levels():
+    assert log_level({}) == "INFO"
+    assert log_level({"HEDDLE_LOG_LEVEL": " debug "}) == "DEBUG"
+    with pytest.raises(ValueError) as err:
+        log_level({"HEDDLE_LOG_LEVEL": "LOUD"})
+    assert str(err.value) == ("HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, "
+                              "CRITICAL, not 'LOUD'")

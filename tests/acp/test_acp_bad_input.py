@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from acp_harness import AGENT
 
 
@@ -100,13 +102,17 @@ async def test_a_cwd_with_a_nul_is_invalid_params_and_the_agent_keeps_serving(da
     assert proc.returncode == 0
 
 
-async def test_a_bad_log_level_stops_the_agent_with_one_line(daemon_env, workspace):
+@pytest.mark.parametrize("name, value, why", [
+    ("HEDDLE_LOG_LEVEL", "LOUD",
+     "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'LOUD'"),
+    ("ANTHROPIC_BASE_URL", "notaurl", "ANTHROPIC_BASE_URL is not an http(s) URL: 'notaurl'")])
+async def test_a_bad_setting_stops_the_agent_with_one_line(daemon_env, workspace, name, value,
+                                                           why):
     proc = await asyncio.create_subprocess_exec(
-        *AGENT, env={**daemon_env, "HEDDLE_LOG_LEVEL": "LOUD"}, cwd=workspace,
+        *AGENT, env={**daemon_env, name: value}, cwd=workspace,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1 and out == b""
     (line,) = err.decode().splitlines()
-    assert line.endswith("heddle acp stopped: HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, "
-                         "WARNING, ERROR, CRITICAL, not 'LOUD'")
+    assert line.endswith(f"heddle acp stopped: {why}")

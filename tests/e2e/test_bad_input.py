@@ -282,6 +282,7 @@ BAD_SETTINGS = {
     "HEDDLE_CONTEXT_WINDOW": ("lots", "HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'"),
     "HEDDLE_LOG_LEVEL": ("LOUD", "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, "
                                  "CRITICAL, not 'LOUD'"),
+    "ANTHROPIC_BASE_URL": ("ftp://x", "ANTHROPIC_BASE_URL is not an http(s) URL: 'ftp://x'"),
 }
 
 

@@ -136,7 +136,8 @@ def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, work
 @pytest.mark.parametrize("name, value, why", [
     ("HEDDLE_CONTEXT_WINDOW", "lots", "HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'"),
     ("HEDDLE_LOG_LEVEL", "LOUD",
-     "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'LOUD'")])
+     "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'LOUD'"),
+    ("ANTHROPIC_BASE_URL", "notaurl", "ANTHROPIC_BASE_URL is not an http(s) URL: 'notaurl'")])
 def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace, name, value, why):
     env = {**daemon_env, name: value}
     result = heddle(["ask", "-w", str(workspace), "-y", "hello"], env)

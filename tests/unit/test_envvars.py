@@ -2,7 +2,7 @@
 
 import pytest
 
-from heddle.envvars import log_level, number
+from heddle.envvars import http_url, log_level, number
 
 
 def test_unset_or_empty_is_the_default():
@@ -34,3 +34,18 @@ def test_log_levels():
         log_level({"HEDDLE_LOG_LEVEL": "LOUD"})
     assert str(err.value) == ("HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, "
                               "CRITICAL, not 'LOUD'")
+
+
+@pytest.mark.parametrize("raw", ["https://api.anthropic.com", "http://127.0.0.1:8080/proxy",
+                                 "HTTP://Example.com"])
+def test_http_urls(raw):
+    assert http_url({"U": f" {raw} "}, "U") == raw
+
+
+@pytest.mark.parametrize("raw", ["notaurl", "ftp://x", "http://", "http:///v1", "localhost:8080",
+                                 "http://h:99999", "http://h:port"])
+def test_what_is_no_http_url(raw):
+    assert http_url({}, "U") is None and http_url({"U": ""}, "U") is None
+    with pytest.raises(ValueError) as err:
+        http_url({"U": raw}, "U")
+    assert str(err.value) == f"U is not an http(s) URL: {raw!r}"

@@ -146,6 +146,35 @@ async def test_a_workspace_with_a_nul_is_an_invalid_workspace(raw, tmp_path, dae
     assert "Traceback" not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
 
 
+async def test_initialize_without_capabilities_names_the_missing_field(raw, tmp_path):
+    refused = await raw.request(1, "initialize", {"processId": None})
+    assert refused["error"] == {
+        "code": -32602,
+        "message": "invalid params for initialize: Object missing required field `capabilities`"}
+    wrong = await raw.request(2, "initialize", {"processId": "me", "capabilities": {}})
+    assert wrong["error"]["message"] == (
+        "invalid params for initialize: Expected `int | null` - at `$.processId`")
+    await raw.request(3, "initialize", {"processId": None, "capabilities": {}})
+    assert "result" in await raw.request(4, "session/new", {"workspace": str(tmp_path)})
+
+
+async def test_a_lone_surrogate_escape_is_a_parse_error_that_says_so(raw, tmp_path):
+    await raw.initialize()
+    body = b'{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"workspace": "\\ud800"}}'
+    at = body.index(b"\\ud800")
+    raw.send(body)
+    error = await raw.read()
+    assert error["id"] is None and error["error"] == {"code": -32700, "message": (
+        "parse error: JSON is malformed: invalid \\u escape \\ud800, a lone UTF-16 surrogate "
+        f"(not followed by a low surrogate \\udc00-\\udfff) (byte {at})")}
+    # a pair, and an escaped backslash before "ud800", are fine
+    for msg_id, text in [(3, "\\ud83d\\ude00"), (4, "\\\\ud800")]:
+        raw.send(b'{"jsonrpc": "2.0", "id": %d, "method": "session/new", "params": '
+                 b'{"workspace": "%s", "systemPrompt": "%s"}}' % (msg_id, str(tmp_path).encode(),
+                                                                 text.encode()))
+        assert "sessionId" in (await raw.request_reply(msg_id))["result"]
+
+
 NOTIFICATIONS_WITH_IDS = [
     {"jsonrpc": "2.0", "id": 71, "method": "initialized", "params": {}},
     {"jsonrpc": "2.0", "id": 72, "method": "textDocument/didOpen", "params": {"textDocument": {

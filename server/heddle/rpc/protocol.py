@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import typing
 import uuid
 from concurrent.futures import Future
 from typing import Any
 
 import anyio
 import attrs
+import cattrs
+import cattrs.v
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
@@ -41,6 +45,40 @@ def is_notification(method: str) -> bool:
         return method_entry(method).kind is Kind.NOTIFICATION
     except KeyError:
         return False
+
+
+def invalid_params_detail(exc: BaseException) -> str:
+    """What is wrong with the params of an LSP message pygls could not structure, and where,
+    in the wire's names (cattrs says only "While structuring InitializeRequest (1 sub-exception)")."""
+    if not isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
+        return str(exc)
+    problems = cattrs.transform_error(exc, format_exception=_describe)
+    what, _, where = problems[0].rpartition(" @ ")
+    where = where.replace("$.params", "$", 1)
+    where = re.sub(r"_([a-z])", lambda m: m[1].upper(), where)  # processId, not process_id
+    if what == "missing":  # worded as msgspec words it for Heddle's own methods
+        where, _, field = where.rpartition(".")
+        what = f"Object missing required field `{field}`"
+    text = what if where in ("", "$") else f"{what} - at `{where}`"
+    return text + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+
+
+_JSON_NAMES = {"NoneType": "null", "Sequence": "array", "list": "array", "tuple": "array",
+               "Mapping": "object", "dict": "object", "str": "str", "int": "int",
+               "float": "float", "bool": "bool"}
+
+
+def _describe(exc: BaseException, expected: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "missing"
+    if expected is None:
+        return cattrs.v.format_exception(exc, expected)
+    names = []
+    for t in typing.get_args(expected) if typing.get_origin(expected) is typing.Union \
+            else (expected,):
+        name = getattr(t, "__name__", repr(t))
+        names.append("object" if attrs.has(t) else _JSON_NAMES.get(name, name))
+    return f"Expected `{' | '.join(names)}`"
 
 
 class RpcError(JsonRpcException):
@@ -137,7 +175,7 @@ class HeddleProtocol(PyglsProtocol):
                     {**message, "params": self._early.params.essentials()})
         except JsonRpcException as exc:
             if is_request:
-                detail = f": {exc.__cause__}" if exc.__cause__ else ""
+                detail = f": {invalid_params_detail(exc.__cause__)}" if exc.__cause__ else ""
                 self._send_error(msg_id, ErrorCode.INVALID_PARAMS,
                                  f"invalid params for {method}{detail}".splitlines()[0])
             return

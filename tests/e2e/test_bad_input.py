@@ -203,6 +203,25 @@ async def test_a_notification_sent_with_an_id_is_refused_and_never_stalls_exit(r
     assert "did not finish" not in log and "did not end" not in log and "Traceback" not in log
 
 
+async def test_a_request_with_a_result_or_an_error_is_refused_and_never_stalls_exit(raw,
+                                                                                   daemon_env):
+    """A method, an id and an error (or a result) is neither a request nor a response: refused
+    at once (pygls would take it for a reply, and exit would wait for its answer)."""
+    await raw.initialize()
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in [
+        {"jsonrpc": "2.0", "id": 5, "method": "session/list", "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "id": 6, "method": "session/list", "result": {}},
+        {"jsonrpc": "2.0", "id": 80, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}]))
+    replies = [await raw.read() for _ in range(3)]
+    assert [r["id"] for r in replies] == [5, 6, 80]
+    for reply in replies[:2]:
+        assert reply["error"] == {"code": -32600, "message": (
+            "invalid request: a message with a method and an id is a request, which has no "
+            "result or error")}
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+    assert "did not finish" not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
 async def test_a_notification_with_an_id_leaves_the_daemon_serving(raw, tmp_path):
     await raw.initialize()
     for message in NOTIFICATIONS_WITH_IDS:

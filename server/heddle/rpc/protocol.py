@@ -140,6 +140,12 @@ class HeddleProtocol(PyglsProtocol):
         if method == lsp.EXIT:
             self.server.request_stop(0 if self.shutdown_received else 1)
             return
+        if is_request and ("result" in message or "error" in message):
+            # neither a request nor a response: pygls would take it for a reply, unanswered
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
+                             "invalid request: a message with a method and an id is a request, "
+                             "which has no result or error")
+            return
         if is_request and is_notification(method):
             # pygls would run it as a notification and never answer it: refuse it instead
             self._send_error(msg_id, ErrorCode.INVALID_REQUEST,

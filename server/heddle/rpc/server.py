@@ -177,8 +177,8 @@ class HeddleServer(LanguageServer):
         if scope.cancelled_caught:
             open_requests = max(len(self.requests_running), len(self.protocol.unanswered))
             if open_requests:
-                log.warning("stopping: %d requests did not finish within %g s",
-                            open_requests, SHUTDOWN_GRACE)
+                log.warning("stopping: %d request%s did not finish within %g s", open_requests,
+                            "" if open_requests == 1 else "s", SHUTDOWN_GRACE)
             else:
                 log.warning("stopping: the turns did not end within %g s", SHUTDOWN_GRACE)
 

@@ -2,7 +2,9 @@
 
 pygls does the dispatch; this class fixes what it gets wrong for a long-lived agent daemon:
 custom params stay plain dicts (validated by msgspec in the handlers), requests before
-`initialize` and after `shutdown` get clear errors, late replies to abandoned server requests
+`initialize` and after `shutdown` get clear errors, so does a message pygls would take for a
+notification or a reply although it carries a method and an id (else it would never be
+answered, and a stopping daemon would wait for it), late replies to abandoned server requests
 are ignored, `$/cancelRequest` on a turn cancels the turn (which then resolves `cancelled`),
 and outgoing messages are encoded by msgspec onto a non-blocking writer. It uses pygls only
 through `pygls_adapter` (which owns every override of pygls internals) and its public API.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import heddle
 from heddle import secret_env
+from heddle.envvars import log_level
 from heddle.xdg import state_dir
 
 
@@ -30,8 +31,13 @@ class _OneLine(logging.Formatter):
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def setup_logging(to_file: bool = True) -> None:
-    level = os.environ.get("HEDDLE_LOG_LEVEL", "INFO").upper()
+def setup_logging(to_file: bool = True) -> str | None:
+    """Logs to stderr and the log file. A bad HEDDLE_LOG_LEVEL logs at INFO and is returned,
+    for the caller to report as the bad setting it is."""
+    try:
+        level, problem = log_level(os.environ), None
+    except ValueError as exc:
+        level, problem = "INFO", str(exc)
     stderr = logging.StreamHandler(sys.stderr)
     handlers: list[logging.Handler] = [stderr]
     if to_file:
@@ -51,6 +57,7 @@ def setup_logging(to_file: bool = True) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     # pygls logs every error reply with a traceback; the daemon logs real failures itself
     logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+    return problem
 
 
 def parser() -> argparse.ArgumentParser:
@@ -76,17 +83,20 @@ the terminal client and the demo), because an editor waits for the daemon to sta
 
 
 def serve(problems: list[str]) -> int:
-    setup_logging()
+    bad_setting = setup_logging()
     for problem in problems:
         logging.getLogger("heddle.secret_env").warning("secrets: %s", problem)
     from heddle.rpc.boot import serve_stdio
-    return serve_stdio()
+    return serve_stdio(bad_setting)  # a bad setting: shown to the editor, then exit 1
 
 
 def acp(problems: list[str]) -> int:
-    setup_logging()
+    bad_setting = setup_logging()
     for problem in problems:
         logging.getLogger("heddle.secret_env").warning("secrets: %s", problem)
+    if bad_setting is not None:  # as the door reports a bad setting it reads itself
+        logging.getLogger("heddle.acp.door").error("heddle acp stopped: %s", bad_setting)
+        return 1
     from heddle.acp.door import serve_stdio
     return serve_stdio()
 

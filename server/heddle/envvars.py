@@ -1,8 +1,10 @@
-"""Numbers from environment variables, with an error that names the variable."""
+"""Numbers, the log level and URLs from environment variables, with an error that names the
+variable."""
 
 from __future__ import annotations
 
 from typing import Mapping
+from urllib.parse import urlsplit
 
 
 def number(env: Mapping[str, str], name: str, default: float, *, whole: bool = False,
@@ -19,3 +21,36 @@ def number(env: Mapping[str, str], name: str, default: float, *, whole: bool = F
     if not value >= minimum:  # also refuses nan
         raise ValueError(f"{name} must be {kind} of at least {minimum:g}, not {raw!r}")
     return value
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(env: Mapping[str, str], name: str = "HEDDLE_LOG_LEVEL", default: str = "INFO"
+              ) -> str:
+    """`env[name]` as a logging level name, in any case (`default` when unset or empty);
+    ValueError names the variable and the levels there are."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if raw.upper() not in LOG_LEVELS:
+        raise ValueError(f"{name} must be one of {', '.join(LOG_LEVELS)}, not {raw!r}")
+    return raw.upper()
+
+
+def http_url(env: Mapping[str, str], name: str) -> str | None:
+    """`env[name]` as an http(s) URL with a host (None when unset or empty); ValueError names
+    the variable, so that a typo is one clear error at start-up rather than every model call
+    failing as a lost connection."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        parts = urlsplit(raw)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        parts.port  # ValueError for a port that is no number or out of range
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} is not an http(s) URL: {raw!r}")
+    return raw

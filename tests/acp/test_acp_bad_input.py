@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from acp_harness import AGENT
 
 
@@ -78,3 +80,39 @@ async def test_dev_null_as_stdin_is_an_immediate_end(daemon_env, workspace):
                                                 stderr=asyncio.subprocess.DEVNULL)
     out, _ = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0 and out == b""
+
+
+async def test_a_cwd_with_a_nul_is_invalid_params_and_the_agent_keeps_serving(daemon_env,
+                                                                             workspace):
+    proc = await start(daemon_env, workspace)
+    try:
+        for msg_id, cwd in [(1, f"{workspace}\u0000x"), (2, str(workspace))]:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "session/new",
+                                         "params": {"cwd": cwd, "mcpServers": []}}).encode() + b"\n")
+        await proc.stdin.drain()
+        refused, opened = await answer(proc), await answer(proc)
+        assert refused["id"] == 1 and refused["error"]["code"] == -32602
+        assert refused["error"]["message"] == (
+            f"invalid params: workspace {str(workspace) + chr(0) + 'x'!r} is no path: "
+            "it holds a NUL - at `$.cwd`")
+        assert opened["id"] == 2 and opened["result"]["sessionId"]
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 15)
+    assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("name, value, why", [
+    ("HEDDLE_LOG_LEVEL", "LOUD",
+     "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'LOUD'"),
+    ("ANTHROPIC_BASE_URL", "notaurl", "ANTHROPIC_BASE_URL is not an http(s) URL: 'notaurl'")])
+async def test_a_bad_setting_stops_the_agent_with_one_line(daemon_env, workspace, name, value,
+                                                           why):
+    proc = await asyncio.create_subprocess_exec(
+        *AGENT, env={**daemon_env, name: value}, cwd=workspace,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1 and out == b""
+    (line,) = err.decode().splitlines()
+    assert line.endswith(f"heddle acp stopped: {why}")

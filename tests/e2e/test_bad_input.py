@@ -129,6 +129,108 @@ async def test_requests_after_shutdown_are_refused_then_exit(raw):
     assert b"Traceback" not in await raw.proc.stderr.read()
 
 
+async def test_a_workspace_with_a_nul_is_an_invalid_workspace(raw, tmp_path, daemon_env):
+    """A NUL makes no path: -32012 saying so (not an internal error), for every method that
+    takes a workspace, and the daemon goes on serving."""
+    await raw.initialize()
+    bad = f"{tmp_path}\u0000x"
+    for msg_id, method, params in [(2, "session/new", {"workspace": bad}),
+                                   (3, "session/list", {"workspace": bad}),
+                                   (4, "workspace/trust", {"workspace": bad}),
+                                   (5, "workspace/trust", {"workspace": bad, "dryRun": True})]:
+        error = (await raw.request(msg_id, method, params))["error"]
+        assert error == {"code": -32012,
+                         "message": f"workspace {bad!r} is no path: it holds a NUL"}, method
+    reply = await raw.request(6, "session/new", {"workspace": str(tmp_path)})
+    assert reply["result"]["workspace"] == str(tmp_path)
+    assert "Traceback" not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
+async def test_initialize_without_capabilities_names_the_missing_field(raw, tmp_path):
+    refused = await raw.request(1, "initialize", {"processId": None})
+    assert refused["error"] == {
+        "code": -32602,
+        "message": "invalid params for initialize: Object missing required field `capabilities`"}
+    wrong = await raw.request(2, "initialize", {"processId": "me", "capabilities": {}})
+    assert wrong["error"]["message"] == (
+        "invalid params for initialize: Expected `int | null` - at `$.processId`")
+    await raw.request(3, "initialize", {"processId": None, "capabilities": {}})
+    assert "result" in await raw.request(4, "session/new", {"workspace": str(tmp_path)})
+
+
+async def test_a_lone_surrogate_escape_is_a_parse_error_that_says_so(raw, tmp_path):
+    await raw.initialize()
+    body = b'{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"workspace": "\\ud800"}}'
+    at = body.index(b"\\ud800")
+    raw.send(body)
+    error = await raw.read()
+    assert error["id"] is None and error["error"] == {"code": -32700, "message": (
+        "parse error: JSON is malformed: invalid \\u escape \\ud800, a lone UTF-16 surrogate "
+        f"(not followed by a low surrogate \\udc00-\\udfff) (byte {at})")}
+    # a pair, and an escaped backslash before "ud800", are fine
+    for msg_id, text in [(3, "\\ud83d\\ude00"), (4, "\\\\ud800")]:
+        raw.send(b'{"jsonrpc": "2.0", "id": %d, "method": "session/new", "params": '
+                 b'{"workspace": "%s", "systemPrompt": "%s"}}' % (msg_id, str(tmp_path).encode(),
+                                                                 text.encode()))
+        assert "sessionId" in (await raw.request_reply(msg_id))["result"]
+
+
+NOTIFICATIONS_WITH_IDS = [
+    {"jsonrpc": "2.0", "id": 71, "method": "initialized", "params": {}},
+    {"jsonrpc": "2.0", "id": 72, "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": "file:///tmp/a.py", "languageId": "python", "version": 1, "text": "x"}}},
+    {"jsonrpc": "2.0", "id": 73, "method": "$/cancelRequest", "params": {"id": 2}},
+    {"jsonrpc": "2.0", "id": 74, "method": "turn/cancel", "params": {"sessionId": "nope"}},
+]
+
+
+async def test_a_notification_sent_with_an_id_is_refused_and_never_stalls_exit(raw, daemon_env):
+    """A notification method with an `id` is a request JSON-RPC cannot serve: each is answered
+    -32600 at once, and an `exit` right behind them does not wait for them."""
+    await raw.initialize()
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in [
+        *NOTIFICATIONS_WITH_IDS, {"jsonrpc": "2.0", "id": 80, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"}]))
+    replies = [await raw.read() for _ in range(5)]
+    assert [r["id"] for r in replies] == [71, 72, 73, 74, 80]
+    for reply, sent in zip(replies, NOTIFICATIONS_WITH_IDS):
+        assert reply["error"]["code"] == -32600
+        assert reply["error"]["message"] == (
+            f"invalid request: {sent['method']} is a notification; send it without an id")
+    assert replies[-1]["result"] is None
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "did not finish" not in log and "did not end" not in log and "Traceback" not in log
+
+
+async def test_a_request_with_a_result_or_an_error_is_refused_and_never_stalls_exit(raw,
+                                                                                   daemon_env):
+    """A method, an id and an error (or a result) is neither a request nor a response: refused
+    at once (pygls would take it for a reply, and exit would wait for its answer)."""
+    await raw.initialize()
+    raw.send_bytes(b"".join(encode(json.dumps(m).encode()) for m in [
+        {"jsonrpc": "2.0", "id": 5, "method": "session/list", "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "id": 6, "method": "session/list", "result": {}},
+        {"jsonrpc": "2.0", "id": 80, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}]))
+    replies = [await raw.read() for _ in range(3)]
+    assert [r["id"] for r in replies] == [5, 6, 80]
+    for reply in replies[:2]:
+        assert reply["error"] == {"code": -32600, "message": (
+            "invalid request: a message with a method and an id is a request, which has no "
+            "result or error")}
+    assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
+    assert "did not finish" not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+
+
+async def test_a_notification_with_an_id_leaves_the_daemon_serving(raw, tmp_path):
+    await raw.initialize()
+    for message in NOTIFICATIONS_WITH_IDS:
+        raw.send(message)
+        assert (await raw.request_reply(message["id"]))["error"]["code"] == -32600
+    reply = await raw.request(81, "session/new", {"workspace": str(tmp_path)})
+    assert reply["result"]["workspace"] == str(tmp_path)
+
+
 async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace, daemon_env):
     scripted.add_scenario("slow", {"steps": [
         {"content": [{"type": "text", "text": "x" * 2000}], "chunk": 2, "delayMs": 5}]})
@@ -224,9 +326,19 @@ async def test_requests_after_shutdown_are_refused_even_before_it_is_done(raw, d
     assert await asyncio.wait_for(raw.proc.wait(), 10) == 0
 
 
+BAD_SETTINGS = {
+    "HEDDLE_CONTEXT_WINDOW": ("lots", "HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'"),
+    "HEDDLE_LOG_LEVEL": ("LOUD", "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, "
+                                 "CRITICAL, not 'LOUD'"),
+    "ANTHROPIC_BASE_URL": ("ftp://x", "ANTHROPIC_BASE_URL is not an http(s) URL: 'ftp://x'"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_SETTINGS)
 async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_env,
-                                                                         daemon_command):
-    env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}
+                                                                         daemon_command, name):
+    value, why = BAD_SETTINGS[name]
+    env = {**daemon_env, name: value}
     proc = await asyncio.create_subprocess_exec(
         *daemon_command, env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -234,14 +346,15 @@ async def test_a_bad_setting_is_shown_to_the_editor_and_the_daemon_stops(daemon_
     try:
         raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                   "params": {"processId": None, "capabilities": {}}})
-        assert "result" in await raw.read()
         shown = await raw.read()
+        if "result" in shown:  # answered early, before the daemon found the setting bad
+            shown = await raw.read()
         assert shown["method"] == "window/showMessage" and shown["params"]["type"] == 1
-        assert shown["params"]["message"] == (
-            "Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'")
+        assert shown["params"]["message"] == f"Heddle cannot start: {why}"
         assert await asyncio.wait_for(proc.wait(), 10) == 1
-        assert "HEDDLE_CONTEXT_WINDOW must be a whole number" in Path(
-            daemon_env["HEDDLE_LOG_FILE"]).read_text()
+        assert why in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+        stderr = (await asyncio.wait_for(proc.stderr.read(), 10)).decode()
+        assert why in stderr and "Traceback" not in stderr
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from e2e.test_turns import read_grep_edit
 from procs import alive, wait_dead
 
@@ -131,12 +133,16 @@ def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, work
         assert result.returncode == 2 and why in result.stderr, result.stderr
 
 
-def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace):
-    env = {**daemon_env, "HEDDLE_CONTEXT_WINDOW": "lots"}
+@pytest.mark.parametrize("name, value, why", [
+    ("HEDDLE_CONTEXT_WINDOW", "lots", "HEDDLE_CONTEXT_WINDOW must be a whole number, not 'lots'"),
+    ("HEDDLE_LOG_LEVEL", "LOUD",
+     "HEDDLE_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not 'LOUD'"),
+    ("ANTHROPIC_BASE_URL", "notaurl", "ANTHROPIC_BASE_URL is not an http(s) URL: 'notaurl'")])
+def test_ask_says_why_the_daemon_cannot_start(daemon_env, workspace, name, value, why):
+    env = {**daemon_env, name: value}
     result = heddle(["ask", "-w", str(workspace), "-y", "hello"], env)
     assert result.returncode == 1
-    assert ("heddle: Heddle cannot start: HEDDLE_CONTEXT_WINDOW must be a whole number, "
-            "not 'lots'") in result.stderr
+    assert f"heddle: Heddle cannot start: {why}" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -185,6 +185,8 @@ class HeddleAgent:
     async def new_session(self, cwd: str, mcp_servers: list | None = None, **_: Any
                           ) -> dict[str, Any]:
         self._need_auth()
+        if "\0" in cwd:  # before realpath, which would raise ValueError
+            raise SessionError("workspace", f"workspace {cwd!r} is no path: it holds a NUL")
         settings = load_settings(Path(os.path.realpath(cwd)) if os.path.isabs(cwd) else None)
         policy = PermissionPolicy.from_settings(settings)
         session = self.sessions.new(cwd, settings.settings.model or self.default_model, policy,

@@ -26,7 +26,7 @@ from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, ToolUseBlock
 from heddle.core.stream import (Billed, ModelError, ModelRequest, Restart, StreamEnd,
                                 StreamEvent)
-from heddle.envvars import number
+from heddle.envvars import http_url, number
 from heddle.model import caching
 from heddle.model.errors import classify
 from heddle.model.reader import BodyReader
@@ -66,7 +66,7 @@ class ModelSettings(msgspec.Struct, frozen=True):
             http_client = "aiohttp"
         return cls(
             api_key=env.get("ANTHROPIC_API_KEY") or None,
-            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            base_url=http_url(env, "ANTHROPIC_BASE_URL"),
             read_timeout=number(env, "HEDDLE_READ_TIMEOUT", 120, minimum=0.001),
             http_client=http_client,
         )

@@ -211,33 +211,41 @@ class Boot:
             self.transport.hold(-sum(not isinstance(item, _Closed) for item in pending))
 
 
-async def _serve(stdin, stdout) -> int:
+def _cannot_start(transport: StdioTransport, why: object) -> int:
+    """Say why the daemon cannot start (log and `window/showMessage`), then stop: exit code 1."""
+    log.critical("the daemon cannot start: %s", why)
+    transport.write(encode(msgspec.json.encode({
+        "jsonrpc": "2.0", "method": "window/showMessage",
+        "params": {"type": 1, "message": f"Heddle cannot start: {why}"}})))
+    transport.close()
+    return 1
+
+
+async def _serve(stdin, stdout, bad_setting: str | None) -> int:
     loop = asyncio.get_running_loop()
     boot = Boot()
     transport = StdioTransport(stdin, stdout, loop, boot.on_message, boot.on_close)
     boot.transport = transport
     transport.start()
+    if bad_setting is not None:
+        return _cannot_start(transport, bad_setting)
     try:
         server_module = await loop.run_in_executor(None, importlib.import_module,
                                                    "heddle.rpc.server")
         server = server_module.HeddleServer()
     except Exception as exc:  # a broken install or a bad setting: say so, then stop
-        log.critical("the daemon cannot start: %s", exc)
         log.info("the daemon cannot start", exc_info=True)  # the traceback: log file only
-        transport.write(encode(msgspec.json.encode({
-            "jsonrpc": "2.0", "method": "window/showMessage",
-            "params": {"type": 1, "message": f"Heddle cannot start: {exc}"}})))
-        transport.close()
-        return 1
+        return _cannot_start(transport, exc)
     return await server.serve(transport, boot)
 
 
-def serve_stdio() -> int:
-    """Run the daemon on this process's stdin/stdout until `exit` or end of input."""
+def serve_stdio(bad_setting: str | None = None) -> int:
+    """Run the daemon on this process's stdin/stdout until `exit` or end of input.
+    `bad_setting`: one read before it (HEDDLE_LOG_LEVEL), reported as any bad setting is."""
     stdin, stdout = FdReader(sys.stdin.fileno()), sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
     try:
-        code = asyncio.run(_serve(stdin, stdout))
+        code = asyncio.run(_serve(stdin, stdout, bad_setting))
     except KeyboardInterrupt:
         code = 130
     # Exit now: a worker thread may still be importing the model SDK, and the stdin reader

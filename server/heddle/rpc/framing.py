@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from typing import Any, Callable, Iterator
 
@@ -33,6 +34,23 @@ COMPLAINT_INTERVAL = 10.0
 def valid_id(msg_id: object) -> bool:
     """JSON-RPC ids are strings, numbers or null (absent: a notification)."""
     return msg_id is None or isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
+
+
+_HIGH_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2})")
+"""A `\\uD800`-`\\uDBFF` escape (after an even number of backslashes: not itself escaped)."""
+_LOW_SURROGATE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(body: bytes) -> str | None:
+    """Why `body` is malformed if a high surrogate escape is not followed by a low one: msgspec
+    reports that as "Input data was truncated", which it is not."""
+    for found in _HIGH_SURROGATE.finditer(body):
+        after = found.end(1)
+        if after < len(body) and not _LOW_SURROGATE.match(body, after):
+            return (f"JSON is malformed: invalid \\u escape {found[1].decode()}, a lone UTF-16 "
+                    f"surrogate (not followed by a low surrogate \\udc00-\\udfff) "
+                    f"(byte {found.start(1)})")
+    return None
 
 
 class BadInput(msgspec.Struct, frozen=True):
@@ -146,7 +164,8 @@ class Frames:
         except RecursionError:
             return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason())
         except (msgspec.DecodeError, ValueError) as exc:  # invalid UTF-8 is a ValueError
-            return self._refuse(ErrorCode.PARSE_ERROR, f"parse error: {exc}")
+            return self._refuse(ErrorCode.PARSE_ERROR,
+                                f"parse error: {_lone_surrogate(body) or exc}")
         if (len(body) > 4096 or body.count(b"[") + body.count(b"{") > MAX_DEPTH) \
                 and _too_deep(message):  # counting is cheaper for short bodies, walking for long
             msg_id = message.get("id") if isinstance(message, dict) else None

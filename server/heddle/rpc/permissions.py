@@ -28,9 +28,17 @@ def _invalid(exc: RuleError) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, f"invalid params: {exc} - at `$.rule`")
 
 
+def no_nul(workspace: str) -> None:
+    """A NUL makes no path (the OS refuses it): -32012 before anything resolves it."""
+    if "\0" in workspace:
+        raise RpcError(ErrorCode.INVALID_WORKSPACE,
+                       f"workspace {workspace!r} is no path: it holds a NUL")
+
+
 def settings_for(server: Daemon, workspace: str) -> LoadedSettings:
     """The settings a session on `workspace` opens with. Project settings that are ignored for
     want of trust are announced with a `window/showMessage` warning, before the answer."""
+    no_nul(workspace)
     folder = Path(workspace)
     loaded = load_settings(Path(os.path.realpath(folder)) if folder.is_absolute() else None)
     if loaded.untrusted is not None:
@@ -66,6 +74,7 @@ def register(server: Daemon) -> None:
         return wire.RulesRevokeResult(revoked=[convert.rule(r) for r in gone])
 
     async def workspace_trust(p: wire.WorkspaceTrustParams) -> wire.WorkspaceTrustResult:
+        no_nul(p.workspace)
         folder = Path(p.workspace)
         if not folder.is_absolute() or not folder.is_dir():
             raise RpcError(ErrorCode.INVALID_WORKSPACE,

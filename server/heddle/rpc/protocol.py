@@ -2,7 +2,9 @@
 
 pygls does the dispatch; this class fixes what it gets wrong for a long-lived agent daemon:
 custom params stay plain dicts (validated by msgspec in the handlers), requests before
-`initialize` and after `shutdown` get clear errors, late replies to abandoned server requests
+`initialize` and after `shutdown` get clear errors, so does a message pygls would take for a
+notification or a reply although it carries a method and an id (else it would never be
+answered, and a stopping daemon would wait for it), late replies to abandoned server requests
 are ignored, `$/cancelRequest` on a turn cancels the turn (which then resolves `cancelled`),
 and outgoing messages are encoded by msgspec onto a non-blocking writer. It uses pygls only
 through `pygls_adapter` (which owns every override of pygls internals) and its public API.
@@ -12,22 +14,73 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import typing
 import uuid
 from concurrent.futures import Future
 from typing import Any
 
 import anyio
+import attrs
+import cattrs
+import cattrs.v
 import msgspec
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
-from heddle_protocol import ErrorCode
+from heddle_protocol import ErrorCode, Kind
+from heddle_protocol import method as method_entry
 from heddle.frames import encode
 from heddle.rpc.boot import EarlyInitialize, EarlyInitializeParams, initialize_result, valid_id
 from heddle.rpc.framing import BadInput
 from heddle.rpc.pygls_adapter import PyglsProtocol
 
 log = logging.getLogger(__name__)
+
+
+def is_notification(method: str) -> bool:
+    """`method` is a notification, of LSP's or of Heddle's own table (which takes no id)."""
+    lsp_type = lsp.METHOD_TO_TYPES.get(method, (None,))[0]
+    if lsp_type is not None:
+        return "id" not in {field.name for field in attrs.fields(lsp_type)}
+    try:
+        return method_entry(method).kind is Kind.NOTIFICATION
+    except KeyError:
+        return False
+
+
+def invalid_params_detail(exc: BaseException) -> str:
+    """What is wrong with the params of an LSP message pygls could not structure, and where,
+    in the wire's names (cattrs says only "While structuring InitializeRequest (1 sub-exception)")."""
+    if not isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
+        return str(exc)
+    problems = cattrs.transform_error(exc, format_exception=_describe)
+    what, _, where = problems[0].rpartition(" @ ")
+    where = where.replace("$.params", "$", 1)
+    where = re.sub(r"_([a-z])", lambda m: m[1].upper(), where)  # processId, not process_id
+    if what == "missing":  # worded as msgspec words it for Heddle's own methods
+        where, _, field = where.rpartition(".")
+        what = f"Object missing required field `{field}`"
+    text = what if where in ("", "$") else f"{what} - at `{where}`"
+    return text + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+
+
+_JSON_NAMES = {"NoneType": "null", "Sequence": "array", "list": "array", "tuple": "array",
+               "Mapping": "object", "dict": "object", "str": "str", "int": "int",
+               "float": "float", "bool": "bool"}
+
+
+def _describe(exc: BaseException, expected: Any) -> str:
+    if isinstance(exc, KeyError):
+        return "missing"
+    if expected is None:
+        return cattrs.v.format_exception(exc, expected)
+    names = []
+    for t in typing.get_args(expected) if typing.get_origin(expected) is typing.Union \
+            else (expected,):
+        name = getattr(t, "__name__", repr(t))
+        names.append("object" if attrs.has(t) else _JSON_NAMES.get(name, name))
+    return f"Expected `{' | '.join(names)}`"
 
 
 class RpcError(JsonRpcException):
@@ -89,6 +142,17 @@ class HeddleProtocol(PyglsProtocol):
         if method == lsp.EXIT:
             self.server.request_stop(0 if self.shutdown_received else 1)
             return
+        if is_request and ("result" in message or "error" in message):
+            # neither a request nor a response: pygls would take it for a reply, unanswered
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
+                             "invalid request: a message with a method and an id is a request, "
+                             "which has no result or error")
+            return
+        if is_request and is_notification(method):
+            # pygls would run it as a notification and never answer it: refuse it instead
+            self._send_error(msg_id, ErrorCode.INVALID_REQUEST,
+                             f"invalid request: {method} is a notification; send it without an id")
+            return
         if is_request and not self.initialize_seen and method != lsp.INITIALIZE:
             self._send_error(msg_id, ErrorCode.SERVER_NOT_INITIALIZED,
                              f"{method}: the server is not initialized; send initialize first")
@@ -119,7 +183,7 @@ class HeddleProtocol(PyglsProtocol):
                     {**message, "params": self._early.params.essentials()})
         except JsonRpcException as exc:
             if is_request:
-                detail = f": {exc.__cause__}" if exc.__cause__ else ""
+                detail = f": {invalid_params_detail(exc.__cause__)}" if exc.__cause__ else ""
                 self._send_error(msg_id, ErrorCode.INVALID_PARAMS,
                                  f"invalid params for {method}{detail}".splitlines()[0])
             return

@@ -175,8 +175,12 @@ class HeddleServer(LanguageServer):
                         await self.protocol.all_answered.wait()
                 await self.cancel_all_turns()
         if scope.cancelled_caught:
-            log.warning("stopping: %d requests did not finish within %g s",
-                        len(self.requests_running), SHUTDOWN_GRACE)
+            open_requests = max(len(self.requests_running), len(self.protocol.unanswered))
+            if open_requests:
+                log.warning("stopping: %d request%s did not finish within %g s", open_requests,
+                            "" if open_requests == 1 else "s", SHUTDOWN_GRACE)
+            else:
+                log.warning("stopping: the turns did not end within %g s", SHUTDOWN_GRACE)
 
     async def serve(self, transport: StdioTransport, boot: Boot) -> int:
         """Serve on a started transport, taking over from `boot` what arrived while loading."""

@@ -21,7 +21,7 @@ from typing import Any, Callable, TextIO
 from heddle import secret_env
 from heddle.client import Connection, RpcError
 from heddle.launch import python_command
-from heddle.terminal import Renderer, TerminalLines, ask_user, show_request
+from heddle.terminal import Renderer, TerminalLines, ask_user, clean, show_request
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 INTERRUPTED = 130
@@ -194,7 +194,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         if message not in warned:
             warned.add(message)
             renderer.end_line()
-            print(f"heddle: warning: {message}", file=sys.stderr)
+            print(f"heddle: warning: {clean(message)}", file=sys.stderr)
 
     def show_message(params: dict[str, Any]) -> None:
         if params.get("type") == 1:
@@ -215,7 +215,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         if lines is None:
             if not hinted:
                 renderer.end_line()
-                print(NO_TERMINAL.format(title=params["title"]), file=sys.stderr)
+                print(NO_TERMINAL.format(title=clean(params["title"])), file=sys.stderr)
                 hinted = True
             return {"decision": "reject", "message": "The user cannot be asked (no terminal), "
                     "so this was rejected."}
@@ -244,15 +244,15 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         finally:
             ctrl_c.cancel = None
         renderer.end_line()
-        summary = turn_summary(result) + f" session {session['sessionId']}"
+        summary = clean(turn_summary(result) + f" session {session['sessionId']}")
         dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
         print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
         if result.get("error"):
-            print(f"heddle: {result['error']['message']}", file=sys.stderr)
+            print(f"heddle: {clean(result['error']['message'])}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
     except RpcError as exc:
         renderer.end_line()
-        print(f"heddle: {errors[-1] if errors else exc.message}", file=sys.stderr)
+        print(f"heddle: {clean(errors[-1] if errors else exc.message)}", file=sys.stderr)
         return 1
     except ConnectionError:
         renderer.end_line()
@@ -262,12 +262,12 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         except asyncio.TimeoutError:
             pass
         if errors:
-            print(f"heddle: {errors[-1]}", file=sys.stderr)
+            print(f"heddle: {clean(errors[-1])}", file=sys.stderr)
         else:
             print(f"heddle: the daemon stopped unexpectedly (exit code {proc.returncode})"
                   + (":" if stderr.lines else ""), file=sys.stderr)
             for line in stderr.lines:
-                print(f"  {line}", file=sys.stderr)
+                print(f"  {clean(line)}", file=sys.stderr)
         return 1
 
 
@@ -304,16 +304,16 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     finally:
         renderer.event = printing
     turns = loaded["turns"]
-    print(f"[continuing session {loaded['sessionId']}: {loaded['title']} "
+    print(f"[continuing session {loaded['sessionId']}: {clean(loaded['title'])} "
           f"({turns} turn{'' if turns == 1 else 's'})]", file=sys.stderr)
     if loaded["workspace"] != workspace:  # -w (or the current folder) names another one
-        print(f"heddle: the session works in {loaded['workspace']}, not {workspace}",
+        print(f"heddle: the session works in {clean(loaded['workspace'])}, not {workspace}",
               file=sys.stderr)
     # A loaded session keeps the model and mode it was created with (session/load takes
     # neither), so say so rather than drop the option silently.
     if args.model and args.model != loaded["model"]:
         print(f"heddle: -m {args.model} is ignored: a continued session keeps its model "
-              f"({loaded['model']})", file=sys.stderr)
+              f"({clean(loaded['model'])})", file=sys.stderr)
     if args.mode and args.mode != loaded["permissionMode"]:
         print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
               f"({loaded['permissionMode']})", file=sys.stderr)

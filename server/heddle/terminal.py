@@ -16,11 +16,24 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def _shown(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def clean(text: object) -> str:
+    """Text from the model, a tool, a file or the daemon, safe to print: every control
+    character but newline and tab is shown as an escape (ESC as `\\x1b`), so it cannot move
+    the cursor, rewrite what is on the screen or set the window title. The one way such text
+    reaches the terminal; Heddle's own styling is added around it afterwards."""
+    return _CONTROLS.sub(_shown, str(text).replace("\r\n", "\n"))
+
+
 def printable(line: str) -> str:
     """A line of command output as plain text: what a carriage return overwrote is gone,
-    terminal escapes are dropped and other control characters shown as `?`."""
+    terminal escapes (colours, mostly) are dropped and other control characters shown as
+    `clean` shows them."""
     line = line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line.rstrip("\r")
-    return _CONTROLS.sub("?", _ESCAPES.sub("", line)).expandtabs(4)
+    return clean(_ESCAPES.sub("", line)).expandtabs(4)
 
 
 class _Output:
@@ -168,59 +181,61 @@ class Renderer:
         ev = params.get("event", {})
         kind = ev.get("kind")
         if kind == "textDelta":
-            self.out.write(ev["text"])
-            self.at_line_start = ev["text"].endswith("\n")
+            text = clean(ev["text"])
+            self.out.write(text)
+            self.at_line_start = text.endswith("\n")
             self.drawn, self.drawn_for = 0, None
         elif kind == "toolCallInput":
-            self.titles[ev["toolCallId"]] = ev["title"]
-            self._line(self._c("1;36", f"● {ev['title']}"))
+            self.titles[ev["toolCallId"]] = title = clean(ev["title"])
+            self._line(self._c("1;36", f"● {title}"))
         elif kind == "toolOutput":
             self._output(ev)
         elif kind == "toolCallFinished":
             self._finished(ev["toolCallId"], ev["status"] == "ok")
             mark = {"ok": "└", "error": "✗", "rejected": "✗", "cancelled": "✗"}[ev["status"]]
             colour = "2" if ev["status"] == "ok" else "31"
-            status, summary = ev["status"], ev["summary"]
+            status, summary = ev["status"], clean(ev["summary"])
             said = "" if status == "ok" else status if summary == status else f"{status}: "
             self._line(self._c(colour, f"  {mark} {said}{summary if summary != status else ''}"))
         elif kind == "permissionAnswered" and ev.get("reason"):
-            self._line(self._c("33", f"  permission {ev['decision']}: {ev['reason']}"))
+            self._line(self._c("33", f"  permission {clean(ev['decision'])}: {clean(ev['reason'])}"))
         elif kind == "retry":
             err = ev["error"]
             self._line(self._c("33", f"  retrying in {ev['delayMs'] / 1000:.1f} s "
-                               f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {err['message']}"))
+                               f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {clean(err['message'])}"))
         elif kind == "todo":
             marks = {"completed": "☒", "inProgress": "◐", "pending": "☐"}
             self._line(self._c("1", "Plan:"))
             for item in ev.get("todos", []):
-                self._line(f"  {marks.get(item.get('status'), '☐')} {item.get('content', '')}")
+                self._line(f"  {marks.get(item.get('status'), '☐')} {clean(item.get('content', ''))}")
         elif kind == "agent":
             inner = ev.get("event", {})
             if inner.get("kind") == "toolCallInput":
-                self._line(self._c("36", f"    ↳ {inner['title']}"))
+                self._line(self._c("36", f"    ↳ {clean(inner['title'])}"))
         elif kind == "tombstone":  # printed text cannot be taken back: say it is void
-            self._line(self._c("33", f"  ↺ the answer above is discarded: {ev['reason']}"))
+            self._line(self._c("33", f"  ↺ the answer above is discarded: {clean(ev['reason'])}"))
         elif kind == "modelFallback":
-            self._line(self._c("33", f"  {ev['fromModel']} is overloaded; continuing with "
-                               f"{ev['toModel']}"))
+            self._line(self._c("33", f"  {clean(ev['fromModel'])} is overloaded; continuing "
+                               f"with {clean(ev['toModel'])}"))
         elif kind == "compaction":
-            self._line(self._c("2", f"  (context {ev['layer']}: {ev['tokensBefore']:,} -> "
+            self._line(self._c("2", f"  (context {clean(ev['layer'])}: {ev['tokensBefore']:,} -> "
                                f"{ev['tokensAfter']:,} tokens)"))
         self.out.flush()
 
     def diff(self, text: str) -> None:
-        for line in text.splitlines():
+        for line in clean(text).splitlines():
             code = "32" if line.startswith("+") else "31" if line.startswith("-") else "2"
             self._line("    " + self._c(code, line))
 
 
 def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> None:
     preview = params.get("preview") or {}
-    renderer._line(renderer._c("1;33", f"{heading} {params['title']}"))
+    renderer._line(renderer._c("1;33", f"{heading} {clean(params['title'])}"))
     if preview.get("kind") == "diff":
         renderer.diff(preview["diff"])
     elif preview.get("kind") == "command":
-        renderer._line(f"    $ {preview['command']}    (in {preview['cwd']})")
+        renderer._line(f"    $ {clean(preview['command'])}    "
+                       f"(in {clean(preview['cwd'])})")
 
 
 async def _prompt(renderer: Renderer, stdin: TerminalLines, question: str) -> str:
@@ -239,7 +254,8 @@ async def ask_hunks(renderer: Renderer, stdin: TerminalLines, params: dict[str, 
     message), a: this hunk and the rest, d: none of this one and the rest. End of input
     rejects the whole call."""
     hunks = params["preview"]["hunks"]
-    renderer._line(renderer._c("1;33", f"? Allow {params['title']}, hunk by hunk "
+    title = clean(params["title"])
+    renderer._line(renderer._c("1;33", f"? Allow {title}, hunk by hunk "
                                f"({len(hunks)} hunks)"))
     answers: list[dict[str, Any]] = []
     rest: str | None = None
@@ -281,7 +297,7 @@ async def ask_user(renderer: Renderer, stdin: TerminalLines, params: dict[str, A
             raise
     show_request(renderer, params, "? Allow")
     rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
-    always = f"  [a] always allow {rule}" if rule else ""  # none for Heddle's own settings
+    always = f"  [a] always allow {clean(rule)}" if rule else ""  # none for Heddle's own settings
     question = f"  [y] allow once{always}  [n] reject > "
     try:
         while True:

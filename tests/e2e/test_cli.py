@@ -380,3 +380,26 @@ def test_ask_on_a_terminal_shows_output_live_and_a_failure_in_red(daemon_env, sc
     # the failure's last lines stay on the screen, redrawn in place
     assert "\x1b[2m  │ last-line" in term.text()
     assert_clean(term)
+
+
+# -- what reaches the terminal ------------------------------------------------------------------
+
+INJECTED = "\x1b]0;TITLE\x07\x1b[2J"
+"""Sets the window title and clears the screen, if a terminal gets it."""
+
+
+def test_escapes_in_the_answer_and_a_write_never_reach_the_terminal(daemon_env, scripted,
+                                                                       workspace):
+    scripted.add_scenario("esc", {"steps": [
+        {"content": [{"type": "text", "text": f"Writing {INJECTED}now."},
+                     {"type": "tool_use", "name": "Write", "input": {
+                         "path": "notes.txt", "content": "harmless\n\x1b[1A\x1b[2Kevil\n"}}]},
+        {"content": [{"type": "text", "text": f"Done {INJECTED}."}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "esc", "-y", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert "allowed (--yes): Write notes.txt" in result.stdout
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout, repr(result.stdout)
+    assert "\x1b" not in result.stderr, repr(result.stderr)
+    assert "+\\x1b[1A\\x1b[2Kevil" in result.stdout  # the diff shows what the file gets
+    assert "Done \\x1b]0;TITLE\\x07\\x1b[2J." in result.stdout
+    assert (workspace / "notes.txt").read_text() == "harmless\n\x1b[1A\x1b[2Kevil\n"

@@ -334,9 +334,32 @@ async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
-def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+def _shown_path(path: str) -> str:
+    """A path as the user typed it, its bytes that are not UTF-8 as `\\xff`."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _wrong_command_line(args: argparse.Namespace) -> str | None:
+    """What makes the command line one `heddle ask` cannot run, if anything."""
     if not " ".join(args.prompt).strip():  # the words together: `ask fix ""` is a prompt
-        print("heddle ask: error: the prompt is empty", file=sys.stderr)
+        return "heddle ask: error: the prompt is empty"
+    workspace = str(Path(args.workspace).resolve())
+    # JSON-RPC carries text: a name that is not UTF-8 (the OS hands it over with surrogate
+    # escapes) cannot be sent, so say so here rather than fail mid-request.
+    for what, value in (("the workspace path", workspace), ("the prompt", " ".join(args.prompt)),
+                        ("the model name", args.model), ("the session id", getattr(args, "session", None))):
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError:
+            return (f"heddle: {what} {_shown_path(value)} is not valid UTF-8, so it cannot be "
+                    "sent to the daemon")
+    return None
+
+
+def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    wrong = _wrong_command_line(args)
+    if wrong:
+        print(wrong, file=sys.stderr)
         return 2
     try:
         return asyncio.run(ask(args, env=env))

@@ -403,3 +403,13 @@ def test_escapes_in_the_answer_and_a_write_never_reach_the_terminal(daemon_env, 
     assert "+\\x1b[1A\\x1b[2Kevil" in result.stdout  # the diff shows what the file gets
     assert "Done \\x1b]0;TITLE\\x07\\x1b[2J." in result.stdout
     assert (workspace / "notes.txt").read_text() == "harmless\n\x1b[1A\x1b[2Kevil\n"
+
+
+def test_ask_refuses_a_workspace_path_that_is_not_utf8(daemon_env, tmp_path):
+    folder = tmp_path / os.fsdecode(b"ws\xffbad")  # the OS allows any bytes but / and NUL
+    folder.mkdir()
+    for args, cwd in ((["-w", str(folder)], None), ([], folder)):
+        result = heddle(["ask", *args, "-m", "hello", "hi"], daemon_env, cwd=cwd)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (f"heddle: the workspace path {tmp_path}/ws\\xffbad is not "
+                                 "valid UTF-8, so it cannot be sent to the daemon\n")

@@ -21,10 +21,13 @@ from typing import Any, Callable, TextIO
 from heddle import secret_env
 from heddle.client import Connection, RpcError
 from heddle.launch import python_command
-from heddle.terminal import Renderer, TerminalLines, ask_user, clean, show_request
+from heddle.terminal import Renderer, Stdout, TerminalLines, ask_user, clean, show_request
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 INTERRUPTED = 130
+STDOUT_GONE = 141
+"""Exit status when nobody reads the answer any more (a closed pipe): 128 + SIGPIPE, as a
+command killed by SIGPIPE reports."""
 SHUTDOWN_TIMEOUT = 5.0
 STDERR_LINES = 20
 """Lines of the daemon's stderr kept, to show if it stops without saying why."""
@@ -43,7 +46,8 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
 Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
-line, 1 anything else.
+line, 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
+else.
 """
 
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
@@ -125,7 +129,7 @@ def daemon_command(args: argparse.Namespace) -> list[str]:
     return python_command("heddle", "serve")
 
 
-async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
+async def ask(args: argparse.Namespace, out: TextIO | None = None,
               env: dict[str, str] | None = None) -> int:
     """One turn; `env` is the daemon's environment (default: this process's as it started,
     with the secrets `secret_env` holds: the daemon takes them out of its own at once)."""
@@ -146,7 +150,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
                   file=sys.stderr)
             return 1
         try:
-            return await _with_daemon(args, out, proc, ctrl_c)
+            return await _with_daemon(args, Stdout(out or sys.stdout), proc, ctrl_c)
         finally:
             if proc.returncode is None:  # quitting: its reaper kills the tool processes
                 proc.kill()
@@ -155,14 +159,14 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _with_daemon(args: argparse.Namespace, out: TextIO,
+async def _with_daemon(args: argparse.Namespace, out: Stdout,
                        proc: asyncio.subprocess.Process, ctrl_c: CtrlC) -> int:
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
     conn = Connection(proc.stdout, proc.stdin)
     stderr = StderrTail(proc.stderr)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
                         live=out.isatty())
-    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr))
+    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr, out))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:
         await asyncio.wait([talk, quit_], return_when=asyncio.FIRST_COMPLETED)
@@ -182,9 +186,9 @@ async def _with_daemon(args: argparse.Namespace, out: TextIO,
 
 
 async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subprocess.Process,
-                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail) -> int:
+                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail, out: Stdout) -> int:
     workspace = str(Path(args.workspace).resolve())
-    interactive = sys.stdin.isatty()
+    interactive = sys.stdin is not None and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
     errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
@@ -239,10 +243,21 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
         ctrl_c.cancel = cancel
+        turn = asyncio.ensure_future(conn.request("turn/start", turn_params))
+        gone = asyncio.ensure_future(out.gone.wait())
         try:
-            result = await conn.request("turn/start", turn_params)
+            await asyncio.wait([turn, gone], return_when=asyncio.FIRST_COMPLETED)
+            if out.gone.is_set():  # nobody reads the answer: end the turn, say nothing
+                if not turn.done():
+                    conn.notify("turn/cancel", {"sessionId": session["sessionId"]})
+                    await asyncio.wait([turn], timeout=SHUTDOWN_TIMEOUT)
+                return STDOUT_GONE
+            result = turn.result()
         finally:
             ctrl_c.cancel = None
+            gone.cancel()
+            turn.cancel()
+            await asyncio.gather(turn, gone, return_exceptions=True)
         renderer.end_line()
         summary = clean(turn_summary(result) + f" session {session['sessionId']}")
         dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
@@ -357,6 +372,10 @@ def _wrong_command_line(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    if sys.stdout is None:  # `heddle ask ... >&-`
+        print("heddle: stdout is closed, so there is nowhere to show the answer",
+              file=sys.stderr)
+        return 1
     wrong = _wrong_command_line(args)
     if wrong:
         print(wrong, file=sys.stderr)

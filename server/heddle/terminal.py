@@ -36,6 +36,39 @@ def printable(line: str) -> str:
     return clean(_ESCAPES.sub("", line)).expandtabs(4)
 
 
+class Stdout:
+    """Where `heddle ask` prints the turn, until nobody reads it: a write to a closed pipe
+    (`heddle ask ... | head -1`) sets `gone`, and what follows goes to /dev/null, so neither
+    the printing nor Python's flush at exit fails."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.gone = asyncio.Event()
+
+    def _guarded(self, action: Any, *args: Any) -> Any:
+        if self.gone.is_set():
+            return None
+        try:
+            return action(*args)
+        except BrokenPipeError:
+            self.gone.set()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:  # what is still buffered is flushed there, not to the closed pipe
+                os.dup2(devnull, self.out.fileno())
+            finally:
+                os.close(devnull)
+            return None
+
+    def write(self, text: str) -> None:
+        self._guarded(self.out.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.out.flush)
+
+    def isatty(self) -> bool:
+        return self.out.isatty()
+
+
 class _Output:
     """A command's output as `Renderer` shows it: the newest lines, and how many there were."""
 

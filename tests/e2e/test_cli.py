@@ -413,3 +413,34 @@ def test_ask_refuses_a_workspace_path_that_is_not_utf8(daemon_env, tmp_path):
         assert result.returncode == 2, result.stderr
         assert result.stderr == (f"heddle: the workspace path {tmp_path}/ws\\xffbad is not "
                                  "valid UTF-8, so it cannot be sent to the daemon\n")
+
+
+def test_ask_stops_quietly_when_nobody_reads_its_output(daemon_env, scripted, workspace):
+    # the command waits after its first line until the reader has gone, then prints a lot
+    one_command(scripted, "echo first; for i in $(seq 600); do [ -e gone ] && break; "
+                "sleep 0.05; done; seq 1 3000")
+    proc = subprocess.Popen([HEDDLE, "ask", "-w", str(workspace), "-m", "t", "-y", "go"],
+                            env=daemon_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        while "first" not in proc.stdout.readline():  # as `| head -1` would, once it has it
+            assert proc.poll() is None
+        proc.stdout.close()
+        (workspace / "gone").touch()
+        stderr = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 141, stderr
+    assert stderr == "", stderr  # not "the daemon stopped unexpectedly", no traceback
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "(turn/cancel)" in log  # the turn was ended, not left to run
+
+
+def test_ask_with_stdout_closed_says_so(daemon_env, workspace):
+    result = subprocess.run(f"{shlex.quote(HEDDLE)} ask -w {shlex.quote(str(workspace))} hi >&-",
+                            shell=True, env=daemon_env, capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert result.stderr == "heddle: stdout is closed, so there is nowhere to show the answer\n"

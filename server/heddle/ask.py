@@ -21,7 +21,8 @@ from typing import Any, Callable, TextIO
 from heddle import secret_env
 from heddle.client import Connection, RpcError
 from heddle.launch import python_command
-from heddle.terminal import Renderer, Stdout, TerminalLines, ask_user, clean, show_request
+from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
+                             show_request)
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 INTERRUPTED = 130
@@ -219,7 +220,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         if lines is None:
             if not hinted:
                 renderer.end_line()
-                print(NO_TERMINAL.format(title=clean(params["title"])), file=sys.stderr)
+                print(NO_TERMINAL.format(title=clean(params["title"], one_line=True)),
+                      file=sys.stderr)
                 hinted = True
             return {"decision": "reject", "message": "The user cannot be asked (no terminal), "
                     "so this was rejected."}
@@ -295,7 +297,7 @@ def turn_summary(result: dict[str, Any]) -> str:
     cached = f" ({read / tokens_in:.0%} from cache)" if tokens_in else ""
     return (f"[{result['reason']}"
             + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
-            + f" · {usage.get('modelCalls', 0)} model calls · "
+            + f" · {plural(usage.get('modelCalls', 0), 'model call')} · "
             f"{tokens_in} in{cached} / {usage.get('outputTokens', 0)} out tokens]")
 
 
@@ -320,7 +322,7 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         renderer.event = printing
     turns = loaded["turns"]
     print(f"[continuing session {loaded['sessionId']}: {clean(loaded['title'])} "
-          f"({turns} turn{'' if turns == 1 else 's'})]", file=sys.stderr)
+          f"({plural(turns, 'turn')})]", file=sys.stderr)
     if loaded["workspace"] != workspace:  # -w (or the current folder) names another one
         print(f"heddle: the session works in {clean(loaded['workspace'])}, not {workspace}",
               file=sys.stderr)
@@ -358,11 +360,14 @@ def _wrong_command_line(args: argparse.Namespace) -> str | None:
     """What makes the command line one `heddle ask` cannot run, if anything."""
     if not " ".join(args.prompt).strip():  # the words together: `ask fix ""` is a prompt
         return "heddle ask: error: the prompt is empty"
+    if args.model is not None and not args.model.strip():  # not "use the default"
+        return "heddle ask: error: the model name is empty"
     workspace = str(Path(args.workspace).resolve())
     # JSON-RPC carries text: a name that is not UTF-8 (the OS hands it over with surrogate
     # escapes) cannot be sent, so say so here rather than fail mid-request.
     for what, value in (("the workspace path", workspace), ("the prompt", " ".join(args.prompt)),
-                        ("the model name", args.model), ("the session id", getattr(args, "session", None))):
+                        ("the model name", args.model),
+                        ("the session id", getattr(args, "session", None))):
         try:
             (value or "").encode("utf-8")
         except UnicodeEncodeError:

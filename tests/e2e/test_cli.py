@@ -126,7 +126,8 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
 
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
     for args, why in ((["  ", ""], "the prompt is empty"), (["--max-turns", "0", "hi"],
-                                                               "must be at least 1, not 0")):
+                                                               "must be at least 1, not 0"),
+                      (["-m", "", "hi"], "the model name is empty")):
         result = heddle(["ask", "-w", str(workspace), *args], daemon_env)
         assert result.returncode == 2 and why in result.stderr, result.stderr
 
@@ -444,3 +445,28 @@ def test_ask_with_stdout_closed_says_so(daemon_env, workspace):
                             timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 1
     assert result.stderr == "heddle: stdout is closed, so there is nowhere to show the answer\n"
+
+
+def test_ask_into_a_pipe_names_the_call_of_a_result_away_from_its_title(daemon_env, scripted,
+                                                                         workspace):
+    (workspace / "one.txt").write_text("1\n")
+    (workspace / "two.txt").write_text("1\n2\n")
+    read = [{"type": "tool_use", "name": "Read", "input": {"path": name}}
+            for name in ("one.txt", "two.txt")]
+    scripted.add_scenario("side", {"steps": [
+        {"content": read},  # read-only calls run side by side
+        {"content": [{"type": "tool_use", "name": "Write",
+                      "input": {"path": "odd\nname.txt", "content": "x\n"}}]},
+        {"content": [{"type": "text", "text": "Done."}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "side", "-y", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    results = [n for n, line in enumerate(lines) if line.startswith("  └")]
+    assert len(results) == 3, result.stdout
+    for name, count in (("one.txt", 1), ("two.txt", 2)):
+        (n,) = [n for n in results[:2] if lines[n].endswith(f" {count} lines")]
+        assert lines[n - 1] == f"● Read {name}" or \
+            lines[n] == f"  └ Read {name}: {count} lines", result.stdout
+    assert "● Write odd\\nname.txt" in lines, result.stdout  # one line, the newline shown
+    assert (workspace / "odd\nname.txt").read_text() == "x\n"
+    assert "[completed · 3 model calls ·" in result.stderr

@@ -59,3 +59,52 @@ def test_clean_keeps_newlines_and_tabs_and_shows_the_rest():
     assert clean("a\tb\nc\r\nd") == "a\tb\nc\nd"
     assert clean("\x1b[2J\x07\x9b\x7f") == "\\x1b[2J\\x07\\x9b\\x7f"
     assert printable("red\x1b[31m!\x07") == "red!\\x07"  # a command's colours are dropped
+
+
+def lines_of(events: list[dict], live: bool = False) -> list[str]:
+    out = io.StringIO()
+    renderer = Renderer(out, color=False, live=live)
+    for ev in events:
+        renderer.event({"event": ev})
+    return out.getvalue().splitlines()
+
+
+def title(call: str, text: str) -> dict:
+    return {"kind": "toolCallInput", "toolCallId": call, "title": text}
+
+
+def finished(call: str, summary: str, status: str = "ok") -> dict:
+    return {"kind": "toolCallFinished", "toolCallId": call, "status": status, "summary": summary}
+
+
+def test_a_result_away_from_its_title_says_which_call_it_is():
+    for live in (False, True):
+        assert lines_of([title("a", "Read a.py"), title("b", "Read b.py"),
+                         finished("b", "2 lines"), finished("a", "1 line"),  # b's follows b
+                         title("c", "Read c.py"), finished("c", "3 lines")], live) == [
+            "● Read a.py", "● Read b.py", "  └ 2 lines", "  └ Read a.py: 1 line",
+            "● Read c.py", "  └ 3 lines"]
+    # a call's own output between its title and its result keeps them together
+    assert lines_of([title("a", "Run: x"), title("b", "Run: y"),
+                     {"kind": "toolOutput", "toolCallId": "a", "text": "out\n"},
+                     finished("a", "exit 3", "error"), finished("b", "exit 0")]) == [
+        "● Run: x", "● Run: y", "  │ out", "  ✗ error: exit 3", "  └ Run: y: exit 0"]
+
+
+def test_a_title_stays_on_one_line():
+    assert lines_of([title("a", "Write odd\nname.py"), finished("a", "wrote 1\nline")]) == [
+        "● Write odd\\nname.py", "  └ wrote 1\\nline"]
+
+
+def test_counts_agree_with_their_nouns():
+    from heddle.ask import turn_summary
+    usage = {"modelCalls": 1, "inputTokens": 10, "outputTokens": 3}
+    assert turn_summary({"reason": "completed", "usage": usage}).startswith(
+        "[completed · 1 model call · ")
+    assert "· 2 model calls ·" in turn_summary({"reason": "completed",
+                                                "usage": {**usage, "modelCalls": 2}})
+    shown = lines_of([title("a", "Run: x"),
+                      {"kind": "toolOutput", "toolCallId": "a", "text": "x\n", "elided": 1},
+                      {"kind": "compaction", "layer": "snip", "tokensBefore": 9, "tokensAfter": 1}])
+    assert "  │ [... 1 byte not shown ...]" in shown
+    assert "  (context snip: 9 -> 1 token)" in shown

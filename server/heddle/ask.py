@@ -36,8 +36,9 @@ STDERR_LINES = 20
 EPILOG = """\
 environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
-  ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); for a
-                       local model server any non-empty ANTHROPIC_API_KEY will do
+  ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); with it
+                       set, ANTHROPIC_API_KEY may be left unset or empty (a local model
+                       server that checks no key)
   HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
@@ -47,7 +48,7 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
 Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
-line, 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
+line (a workspace that is not a folder, say), 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
 else.
 """
 
@@ -373,6 +374,8 @@ def _wrong_command_line(args: argparse.Namespace) -> str | None:
         except UnicodeEncodeError:
             return (f"heddle: {what} {_shown_path(value)} is not valid UTF-8, so it cannot be "
                     "sent to the daemon")
+    if not Path(workspace).is_dir():  # as `heddle trust -w` says it
+        return f"heddle: {workspace} is not a folder"
     return None
 
 

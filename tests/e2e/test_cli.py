@@ -470,3 +470,22 @@ def test_ask_into_a_pipe_names_the_call_of_a_result_away_from_its_title(daemon_e
     assert "● Write odd\\nname.txt" in lines, result.stdout  # one line, the newline shown
     assert (workspace / "odd\nname.txt").read_text() == "x\n"
     assert "[completed · 3 model calls ·" in result.stderr
+
+
+def test_ask_and_trust_call_a_workspace_that_is_not_a_folder_a_wrong_command_line(daemon_env,
+                                                                                  tmp_path):
+    (tmp_path / "file").write_text("")
+    for path in (tmp_path / "missing", tmp_path / "file"):
+        for command in (["ask", "-w", str(path), "hi"], ["trust", "-w", str(path)]):
+            result = heddle(command, daemon_env)
+            assert result.returncode == 2, (command, result.stderr)
+            assert result.stderr == f"heddle: {path} is not a folder\n"
+
+
+def test_ask_with_a_base_url_needs_no_api_key(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}] * 2})
+    unset = {k: v for k, v in daemon_env.items() if k != "ANTHROPIC_API_KEY"}
+    for env in (unset, {**daemon_env, "ANTHROPIC_API_KEY": ""}):
+        result = heddle(["ask", "-w", str(workspace), "-m", "chat", "hello"], env)
+        assert result.returncode == 0, result.stderr
+        assert "Hi." in result.stdout

@@ -174,9 +174,15 @@ class Renderer:
         done = shown.feed(str(ev.get("text", "")), int(ev.get("elided") or 0))
         if not self.live:
             for line in done:
-                self._line(f"  │ {line}", call)
+                self._plain_output(call, line)
             return
         self._draw(call, shown)
+
+    def _plain_output(self, call: str, line: str) -> None:
+        """A line of output into a pipe; away from its call's title, after one naming it."""
+        if self.last_call != call:
+            self._line(f"  │ (output of {self.titles.get(call, call)})", call)
+        self._line(f"  │ {line}", call)
 
     def _draw(self, call: str, shown: _Output) -> None:
         """Redraw the newest lines of `call`'s output at the bottom of the screen."""
@@ -204,7 +210,7 @@ class Renderer:
         rest = shown.rest()
         if not self.live:
             if rest is not None:
-                self._line(f"  │ {rest}", call)
+                self._plain_output(call, rest)
             return
         if self.drawn_for == call:
             if ok:

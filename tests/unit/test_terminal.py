@@ -84,11 +84,16 @@ def test_a_result_away_from_its_title_says_which_call_it_is():
                          title("c", "Read c.py"), finished("c", "3 lines")], live) == [
             "● Read a.py", "● Read b.py", "  └ 2 lines", "  └ Read a.py: 1 line",
             "● Read c.py", "  └ 3 lines"]
-    # a call's own output between its title and its result keeps them together
+    # output away from its title says whose it is, and keeps the result with it
     assert lines_of([title("a", "Run: x"), title("b", "Run: y"),
                      {"kind": "toolOutput", "toolCallId": "a", "text": "out\n"},
+                     {"kind": "toolOutput", "toolCallId": "a", "text": "more\n"},
                      finished("a", "exit 3", "error"), finished("b", "exit 0")]) == [
-        "● Run: x", "● Run: y", "  │ out", "  ✗ error: exit 3", "  └ Run: y: exit 0"]
+        "● Run: x", "● Run: y", "  │ (output of Run: x)", "  │ out", "  │ more",
+        "  ✗ error: exit 3", "  └ Run: y: exit 0"]
+    assert lines_of([title("a", "Run: x"), {"kind": "toolOutput", "toolCallId": "a",
+                                             "text": "out"}, finished("a", "exit 0")]) == [
+        "● Run: x", "  │ out", "  └ exit 0"]
 
 
 def test_a_title_stays_on_one_line():

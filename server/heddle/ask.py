@@ -21,10 +21,14 @@ from typing import Any, Callable, TextIO
 from heddle import secret_env
 from heddle.client import Connection, RpcError
 from heddle.launch import python_command
-from heddle.terminal import Renderer, TerminalLines, ask_user, show_request
+from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
+                             show_request)
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 INTERRUPTED = 130
+STDOUT_GONE = 141
+"""Exit status when nobody reads the answer any more (a closed pipe): 128 + SIGPIPE, as a
+command killed by SIGPIPE reports."""
 SHUTDOWN_TIMEOUT = 5.0
 STDERR_LINES = 20
 """Lines of the daemon's stderr kept, to show if it stops without saying why."""
@@ -32,8 +36,9 @@ STDERR_LINES = 20
 EPILOG = """\
 environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
-  ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); for a
-                       local model server any non-empty ANTHROPIC_API_KEY will do
+  ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); with it
+                       set, ANTHROPIC_API_KEY may be left unset or empty (a local model
+                       server that checks no key)
   HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
@@ -43,7 +48,8 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
 Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
-line, 1 anything else.
+line (a workspace that is not a folder, say), 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
+else.
 """
 
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
@@ -125,7 +131,7 @@ def daemon_command(args: argparse.Namespace) -> list[str]:
     return python_command("heddle", "serve")
 
 
-async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
+async def ask(args: argparse.Namespace, out: TextIO | None = None,
               env: dict[str, str] | None = None) -> int:
     """One turn; `env` is the daemon's environment (default: this process's as it started,
     with the secrets `secret_env` holds: the daemon takes them out of its own at once)."""
@@ -146,7 +152,7 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
                   file=sys.stderr)
             return 1
         try:
-            return await _with_daemon(args, out, proc, ctrl_c)
+            return await _with_daemon(args, Stdout(out or sys.stdout), proc, ctrl_c)
         finally:
             if proc.returncode is None:  # quitting: its reaper kills the tool processes
                 proc.kill()
@@ -155,14 +161,14 @@ async def ask(args: argparse.Namespace, out: TextIO = sys.stdout,
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _with_daemon(args: argparse.Namespace, out: TextIO,
+async def _with_daemon(args: argparse.Namespace, out: Stdout,
                        proc: asyncio.subprocess.Process, ctrl_c: CtrlC) -> int:
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
     conn = Connection(proc.stdout, proc.stdin)
     stderr = StderrTail(proc.stderr)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
                         live=out.isatty())
-    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr))
+    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr, out))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:
         await asyncio.wait([talk, quit_], return_when=asyncio.FIRST_COMPLETED)
@@ -182,9 +188,9 @@ async def _with_daemon(args: argparse.Namespace, out: TextIO,
 
 
 async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subprocess.Process,
-                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail) -> int:
+                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail, out: Stdout) -> int:
     workspace = str(Path(args.workspace).resolve())
-    interactive = sys.stdin.isatty()
+    interactive = sys.stdin is not None and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
     errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
@@ -194,7 +200,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         if message not in warned:
             warned.add(message)
             renderer.end_line()
-            print(f"heddle: warning: {message}", file=sys.stderr)
+            print(f"heddle: warning: {clean(message)}", file=sys.stderr)
 
     def show_message(params: dict[str, Any]) -> None:
         if params.get("type") == 1:
@@ -215,7 +221,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         if lines is None:
             if not hinted:
                 renderer.end_line()
-                print(NO_TERMINAL.format(title=params["title"]), file=sys.stderr)
+                print(NO_TERMINAL.format(title=clean(params["title"], one_line=True)),
+                      file=sys.stderr)
                 hinted = True
             return {"decision": "reject", "message": "The user cannot be asked (no terminal), "
                     "so this was rejected."}
@@ -239,20 +246,31 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
         ctrl_c.cancel = cancel
+        turn = asyncio.ensure_future(conn.request("turn/start", turn_params))
+        gone = asyncio.ensure_future(out.gone.wait())
         try:
-            result = await conn.request("turn/start", turn_params)
+            await asyncio.wait([turn, gone], return_when=asyncio.FIRST_COMPLETED)
+            if out.gone.is_set():  # nobody reads the answer: end the turn, say nothing
+                if not turn.done():
+                    conn.notify("turn/cancel", {"sessionId": session["sessionId"]})
+                    await asyncio.wait([turn], timeout=SHUTDOWN_TIMEOUT)
+                return STDOUT_GONE
+            result = turn.result()
         finally:
             ctrl_c.cancel = None
+            gone.cancel()
+            turn.cancel()
+            await asyncio.gather(turn, gone, return_exceptions=True)
         renderer.end_line()
-        summary = turn_summary(result) + f" session {session['sessionId']}"
+        summary = clean(turn_summary(result) + f" session {session['sessionId']}")
         dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
         print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
         if result.get("error"):
-            print(f"heddle: {result['error']['message']}", file=sys.stderr)
+            print(f"heddle: {clean(result['error']['message'])}", file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
     except RpcError as exc:
         renderer.end_line()
-        print(f"heddle: {errors[-1] if errors else exc.message}", file=sys.stderr)
+        print(f"heddle: {clean(errors[-1] if errors else exc.message)}", file=sys.stderr)
         return 1
     except ConnectionError:
         renderer.end_line()
@@ -262,12 +280,12 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         except asyncio.TimeoutError:
             pass
         if errors:
-            print(f"heddle: {errors[-1]}", file=sys.stderr)
+            print(f"heddle: {clean(errors[-1])}", file=sys.stderr)
         else:
             print(f"heddle: the daemon stopped unexpectedly (exit code {proc.returncode})"
                   + (":" if stderr.lines else ""), file=sys.stderr)
             for line in stderr.lines:
-                print(f"  {line}", file=sys.stderr)
+                print(f"  {clean(line)}", file=sys.stderr)
         return 1
 
 
@@ -280,7 +298,7 @@ def turn_summary(result: dict[str, Any]) -> str:
     cached = f" ({read / tokens_in:.0%} from cache)" if tokens_in else ""
     return (f"[{result['reason']}"
             + (f" during {result['cancelPhase']}" if result.get("cancelPhase") else "")
-            + f" · {usage.get('modelCalls', 0)} model calls · "
+            + f" · {plural(usage.get('modelCalls', 0), 'model call')} · "
             f"{tokens_in} in{cached} / {usage.get('outputTokens', 0)} out tokens]")
 
 
@@ -304,16 +322,16 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     finally:
         renderer.event = printing
     turns = loaded["turns"]
-    print(f"[continuing session {loaded['sessionId']}: {loaded['title']} "
-          f"({turns} turn{'' if turns == 1 else 's'})]", file=sys.stderr)
+    print(f"[continuing session {loaded['sessionId']}: {clean(loaded['title'])} "
+          f"({plural(turns, 'turn')})]", file=sys.stderr)
     if loaded["workspace"] != workspace:  # -w (or the current folder) names another one
-        print(f"heddle: the session works in {loaded['workspace']}, not {workspace}",
+        print(f"heddle: the session works in {clean(loaded['workspace'])}, not {workspace}",
               file=sys.stderr)
     # A loaded session keeps the model and mode it was created with (session/load takes
     # neither), so say so rather than drop the option silently.
     if args.model and args.model != loaded["model"]:
         print(f"heddle: -m {args.model} is ignored: a continued session keeps its model "
-              f"({loaded['model']})", file=sys.stderr)
+              f"({clean(loaded['model'])})", file=sys.stderr)
     if args.mode and args.mode != loaded["permissionMode"]:
         print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
               f"({loaded['permissionMode']})", file=sys.stderr)
@@ -334,9 +352,41 @@ async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
-def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+def _shown_path(path: str) -> str:
+    """A path as the user typed it, its bytes that are not UTF-8 as `\\xff`."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _wrong_command_line(args: argparse.Namespace) -> str | None:
+    """What makes the command line one `heddle ask` cannot run, if anything."""
     if not " ".join(args.prompt).strip():  # the words together: `ask fix ""` is a prompt
-        print("heddle ask: error: the prompt is empty", file=sys.stderr)
+        return "heddle ask: error: the prompt is empty"
+    if args.model is not None and not args.model.strip():  # not "use the default"
+        return "heddle ask: error: the model name is empty"
+    workspace = str(Path(args.workspace).resolve())
+    # JSON-RPC carries text: a name that is not UTF-8 (the OS hands it over with surrogate
+    # escapes) cannot be sent, so say so here rather than fail mid-request.
+    for what, value in (("the workspace path", workspace), ("the prompt", " ".join(args.prompt)),
+                        ("the model name", args.model),
+                        ("the session id", getattr(args, "session", None))):
+        try:
+            (value or "").encode("utf-8")
+        except UnicodeEncodeError:
+            return (f"heddle: {what} {_shown_path(value)} is not valid UTF-8, so it cannot be "
+                    "sent to the daemon")
+    if not Path(workspace).is_dir():  # as `heddle trust -w` says it
+        return f"heddle: {workspace} is not a folder"
+    return None
+
+
+def run(args: argparse.Namespace, env: dict[str, str] | None = None) -> int:
+    if sys.stdout is None:  # `heddle ask ... >&-`
+        print("heddle: stdout is closed, so there is nowhere to show the answer",
+              file=sys.stderr)
+        return 1
+    wrong = _wrong_command_line(args)
+    if wrong:
+        print(wrong, file=sys.stderr)
         return 2
     try:
         return asyncio.run(ask(args, env=env))

@@ -14,13 +14,68 @@ LIVE_LINES = 4
 """Lines of a running command's output shown under it on a terminal (the newest)."""
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS_AND_NEWLINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\\n" if char == "\n" else f"\\x{ord(char):02x}"
+
+
+def clean(text: object, one_line: bool = False) -> str:
+    """Text from the model, a tool, a file or the daemon, safe to print: every control
+    character but newline and tab is shown as an escape (ESC as `\\x1b`), so it cannot move
+    the cursor, rewrite what is on the screen or set the window title. `one_line`: a newline
+    is shown as `\\n` too (a title stays on its line). The one way such text reaches the
+    terminal; Heddle's own styling is added around it afterwards."""
+    text = str(text).replace("\r\n", "\n")
+    return (_CONTROLS_AND_NEWLINE if one_line else _CONTROLS).sub(_shown, text)
+
+
+def plural(count: int, word: str) -> str:
+    """`1 line`, `2 lines`: the count and the word that agrees with it."""
+    return f"{count:,} {word if count == 1 else word + 's'}"
 
 
 def printable(line: str) -> str:
     """A line of command output as plain text: what a carriage return overwrote is gone,
-    terminal escapes are dropped and other control characters shown as `?`."""
+    terminal escapes (colours, mostly) are dropped and other control characters shown as
+    `clean` shows them."""
     line = line.rsplit("\r", 1)[-1] if "\r" in line.rstrip("\r") else line.rstrip("\r")
-    return _CONTROLS.sub("?", _ESCAPES.sub("", line)).expandtabs(4)
+    return clean(_ESCAPES.sub("", line)).expandtabs(4)
+
+
+class Stdout:
+    """Where `heddle ask` prints the turn, until nobody reads it: a write to a closed pipe
+    (`heddle ask ... | head -1`) sets `gone`, and what follows goes to /dev/null, so neither
+    the printing nor Python's flush at exit fails."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.gone = asyncio.Event()
+
+    def _guarded(self, action: Any, *args: Any) -> Any:
+        if self.gone.is_set():
+            return None
+        try:
+            return action(*args)
+        except BrokenPipeError:
+            self.gone.set()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:  # what is still buffered is flushed there, not to the closed pipe
+                os.dup2(devnull, self.out.fileno())
+            finally:
+                os.close(devnull)
+            return None
+
+    def write(self, text: str) -> None:
+        self._guarded(self.out.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.out.flush)
+
+    def isatty(self) -> bool:
+        return self.out.isatty()
 
 
 class _Output:
@@ -38,7 +93,7 @@ class _Output:
             if self.partial:
                 done.append(self.partial)
                 self.partial = ""
-            done.append(f"[... {elided:,} bytes not shown ...]")
+            done.append(f"[... {plural(elided, 'byte')} not shown ...]")
         *complete, self.partial = (self.partial + text).split("\n")
         done += complete
         done = [printable(line) for line in done]
@@ -100,15 +155,18 @@ class Renderer:
         self.drawn = 0
         """Lines of live output at the bottom of the screen (0: none)."""
         self.drawn_for: str | None = None
+        self.last_call: str | None = None
+        """The tool call the last line printed belongs to (its title or output), if any."""
 
     def _c(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, call: str | None = None) -> None:
         self.end_line()
         self.out.write(text + "\n")
         self.at_line_start = True
         self.drawn, self.drawn_for = 0, None  # live output above stays as it is
+        self.last_call = call
 
     def _output(self, ev: dict[str, Any]) -> None:
         call = ev.get("toolCallId", "")
@@ -116,9 +174,15 @@ class Renderer:
         done = shown.feed(str(ev.get("text", "")), int(ev.get("elided") or 0))
         if not self.live:
             for line in done:
-                self._line(f"  │ {line}")
+                self._plain_output(call, line)
             return
         self._draw(call, shown)
+
+    def _plain_output(self, call: str, line: str) -> None:
+        """A line of output into a pipe; away from its call's title, after one naming it."""
+        if self.last_call != call:
+            self._line(f"  │ (output of {self.titles.get(call, call)})", call)
+        self._line(f"  │ {line}", call)
 
     def _draw(self, call: str, shown: _Output) -> None:
         """Redraw the newest lines of `call`'s output at the bottom of the screen."""
@@ -131,6 +195,7 @@ class Renderer:
         for line in lines[-LIVE_LINES:]:
             self.out.write(self._c("2", f"  │ {line[:width]}") + "\n")
         self.drawn, self.drawn_for = len(lines[-LIVE_LINES:]), call
+        self.last_call = call
 
     def _erase(self) -> None:
         if self.drawn:
@@ -145,17 +210,17 @@ class Renderer:
         rest = shown.rest()
         if not self.live:
             if rest is not None:
-                self._line(f"  │ {rest}")
+                self._plain_output(call, rest)
             return
         if self.drawn_for == call:
             if ok:
                 self._erase()
-                self._line(self._c("2", f"  │ ({shown.lines} line"
-                                   f"{'' if shown.lines == 1 else 's'} of output)"))
+                self._line(self._c("2", f"  │ ({plural(shown.lines, 'line')} of output)"),
+                           call)
             elif rest is not None:
                 self._draw(call, shown)
         elif rest is not None:
-            self._line(self._c("2", f"  │ {rest}"))
+            self._line(self._c("2", f"  │ {rest}"), call)
 
     def end_line(self) -> None:
         """Finish the line being written, if any."""
@@ -168,59 +233,67 @@ class Renderer:
         ev = params.get("event", {})
         kind = ev.get("kind")
         if kind == "textDelta":
-            self.out.write(ev["text"])
-            self.at_line_start = ev["text"].endswith("\n")
-            self.drawn, self.drawn_for = 0, None
+            text = clean(ev["text"])
+            self.out.write(text)
+            self.at_line_start = text.endswith("\n")
+            self.drawn, self.drawn_for, self.last_call = 0, None, None
         elif kind == "toolCallInput":
-            self.titles[ev["toolCallId"]] = ev["title"]
-            self._line(self._c("1;36", f"● {ev['title']}"))
+            self.titles[ev["toolCallId"]] = title = clean(ev["title"], one_line=True)
+            self._line(self._c("1;36", f"● {title}"), ev["toolCallId"])
         elif kind == "toolOutput":
             self._output(ev)
         elif kind == "toolCallFinished":
-            self._finished(ev["toolCallId"], ev["status"] == "ok")
+            call = ev["toolCallId"]
+            self._finished(call, ev["status"] == "ok")
+            # calls run side by side: a result away from its title says whose it is
+            whose = "" if self.last_call == call else f"{self.titles.get(call, call)}: "
             mark = {"ok": "└", "error": "✗", "rejected": "✗", "cancelled": "✗"}[ev["status"]]
             colour = "2" if ev["status"] == "ok" else "31"
-            status, summary = ev["status"], ev["summary"]
+            status, summary = ev["status"], clean(ev["summary"], one_line=True)
             said = "" if status == "ok" else status if summary == status else f"{status}: "
-            self._line(self._c(colour, f"  {mark} {said}{summary if summary != status else ''}"))
+            self._line(self._c(colour, f"  {mark} {whose}{said}"
+                                       f"{summary if summary != status else ''}"), call)
         elif kind == "permissionAnswered" and ev.get("reason"):
-            self._line(self._c("33", f"  permission {ev['decision']}: {ev['reason']}"))
+            self._line(self._c("33", f"  permission {clean(ev['decision'])}: "
+                               f"{clean(ev['reason'])}"), ev.get("toolCallId"))
         elif kind == "retry":
             err = ev["error"]
             self._line(self._c("33", f"  retrying in {ev['delayMs'] / 1000:.1f} s "
-                               f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {err['message']}"))
+                               f"(attempt {ev['attempt']}/{ev['maxAttempts']}): {clean(err['message'])}"))
         elif kind == "todo":
             marks = {"completed": "☒", "inProgress": "◐", "pending": "☐"}
             self._line(self._c("1", "Plan:"))
             for item in ev.get("todos", []):
-                self._line(f"  {marks.get(item.get('status'), '☐')} {item.get('content', '')}")
+                self._line(f"  {marks.get(item.get('status'), '☐')} {clean(item.get('content', ''))}")
         elif kind == "agent":
             inner = ev.get("event", {})
             if inner.get("kind") == "toolCallInput":
-                self._line(self._c("36", f"    ↳ {inner['title']}"))
+                self._line(self._c("36", f"    ↳ {clean(inner['title'], one_line=True)}"))
         elif kind == "tombstone":  # printed text cannot be taken back: say it is void
-            self._line(self._c("33", f"  ↺ the answer above is discarded: {ev['reason']}"))
+            self._line(self._c("33", f"  ↺ the answer above is discarded: {clean(ev['reason'])}"))
         elif kind == "modelFallback":
-            self._line(self._c("33", f"  {ev['fromModel']} is overloaded; continuing with "
-                               f"{ev['toModel']}"))
+            self._line(self._c("33", f"  {clean(ev['fromModel'])} is overloaded; continuing "
+                               f"with {clean(ev['toModel'])}"))
         elif kind == "compaction":
-            self._line(self._c("2", f"  (context {ev['layer']}: {ev['tokensBefore']:,} -> "
-                               f"{ev['tokensAfter']:,} tokens)"))
+            self._line(self._c("2", f"  (context {clean(ev['layer'])}: {ev['tokensBefore']:,} -> "
+                               f"{plural(ev['tokensAfter'], 'token')})"))
         self.out.flush()
 
-    def diff(self, text: str) -> None:
-        for line in text.splitlines():
+    def diff(self, text: str, call: str | None = None) -> None:
+        for line in clean(text).splitlines():
             code = "32" if line.startswith("+") else "31" if line.startswith("-") else "2"
-            self._line("    " + self._c(code, line))
+            self._line("    " + self._c(code, line), call)
 
 
 def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> None:
-    preview = params.get("preview") or {}
-    renderer._line(renderer._c("1;33", f"{heading} {params['title']}"))
+    preview, call = params.get("preview") or {}, params.get("toolCallId")
+    renderer._line(renderer._c("1;33", f"{heading} {clean(params['title'], one_line=True)}"),
+                   call)
     if preview.get("kind") == "diff":
-        renderer.diff(preview["diff"])
+        renderer.diff(preview["diff"], call)
     elif preview.get("kind") == "command":
-        renderer._line(f"    $ {preview['command']}    (in {preview['cwd']})")
+        renderer._line(f"    $ {clean(preview['command'])}    "
+                       f"(in {clean(preview['cwd'], one_line=True)})", call)
 
 
 async def _prompt(renderer: Renderer, stdin: TerminalLines, question: str) -> str:
@@ -239,14 +312,15 @@ async def ask_hunks(renderer: Renderer, stdin: TerminalLines, params: dict[str, 
     message), a: this hunk and the rest, d: none of this one and the rest. End of input
     rejects the whole call."""
     hunks = params["preview"]["hunks"]
-    renderer._line(renderer._c("1;33", f"? Allow {params['title']}, hunk by hunk "
-                               f"({len(hunks)} hunks)"))
+    title, call = clean(params["title"], one_line=True), params.get("toolCallId")
+    renderer._line(renderer._c("1;33", f"? Allow {title}, hunk by hunk "
+                               f"({plural(len(hunks), 'hunk')})"), call)
     answers: list[dict[str, Any]] = []
     rest: str | None = None
     for n, hunk in enumerate(hunks, 1):
         if rest is None:
-            renderer._line(renderer._c("1", f"  hunk {n} of {len(hunks)}"))
-            renderer.diff(hunk["diff"])
+            renderer._line(renderer._c("1", f"  hunk {n} of {len(hunks)}"), call)
+            renderer.diff(hunk["diff"], call)
         while rest is None:
             line = await _prompt(renderer, stdin, "  apply this hunk? [y] yes  [n] no  "
                                  "[a] this and the rest  [d] none of this or the rest > ")
@@ -281,7 +355,7 @@ async def ask_user(renderer: Renderer, stdin: TerminalLines, params: dict[str, A
             raise
     show_request(renderer, params, "? Allow")
     rule = next((o.get("rule") for o in params["options"] if o["decision"] == "allowAlways"), None)
-    always = f"  [a] always allow {rule}" if rule else ""  # none for Heddle's own settings
+    always = f"  [a] always allow {clean(rule, one_line=True)}" if rule else ""  # none for Heddle's own settings
     question = f"  [y] allow once{always}  [n] reject > "
     try:
         while True:

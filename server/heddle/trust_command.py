@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
 from typing import TextIO
 
@@ -40,6 +41,18 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, stdin: TextIO = sys.
     if review.sha256 is None:
         print(f"{review.file} does not exist: nothing to trust.", file=out)
         return 0
+    try:
+        shown = read_regular(review.file, SETTINGS_LIMIT)
+    except OSError as exc:
+        print(f"heddle: cannot read {review.file}: {exc}", file=sys.stderr)
+        return 1
+    try:  # sessions ignore such a file (they use the defaults): trusting it would mean nothing
+        tomllib.loads(shown.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        what = "UTF-8" if isinstance(exc, UnicodeDecodeError) else "TOML"
+        print(f"heddle: {review.file} is not valid {what} ({exc}): there is nothing to trust "
+              "until it is fixed", file=sys.stderr)
+        return 1
     if not review.enables:
         print(f"{review.file} only narrows permissions: it applies without trust.", file=out)
         return 0
@@ -47,11 +60,6 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, stdin: TextIO = sys.
     print(f"{review.file} {state} (SHA-256 {review.sha256}). Trusted, it enables:", file=out)
     for line in review.enables:
         print(f"  - {line}", file=out)
-    try:
-        shown = read_regular(review.file, SETTINGS_LIMIT)
-    except OSError as exc:
-        print(f"heddle: cannot read {review.file}: {exc}", file=sys.stderr)
-        return 1
     print("\n" + "\n".join("    " + line for line in
                              shown.decode("utf-8", "replace").splitlines()), file=out)
     if trust_store.digest(shown) != review.sha256:  # what was printed is what gets trusted

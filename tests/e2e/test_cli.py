@@ -128,7 +128,8 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
 
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
     for args, why in ((["  ", ""], "the prompt is empty"), (["--max-turns", "0", "hi"],
-                                                               "must be at least 1, not 0")):
+                                                               "must be at least 1, not 0"),
+                      (["-m", "", "hi"], "the model name is empty")):
         result = heddle(["ask", "-w", str(workspace), *args], daemon_env)
         assert result.returncode == 2 and why in result.stderr, result.stderr
 
@@ -386,3 +387,111 @@ def test_ask_on_a_terminal_shows_output_live_and_a_failure_in_red(daemon_env, sc
     # the failure's last lines stay on the screen, redrawn in place
     assert "\x1b[2m  │ last-line" in term.text()
     assert_clean(term)
+
+
+# -- what reaches the terminal ------------------------------------------------------------------
+
+INJECTED = "\x1b]0;TITLE\x07\x1b[2J"
+"""Sets the window title and clears the screen, if a terminal gets it."""
+
+
+def test_escapes_in_the_answer_and_a_write_never_reach_the_terminal(daemon_env, scripted,
+                                                                       workspace):
+    scripted.add_scenario("esc", {"steps": [
+        {"content": [{"type": "text", "text": f"Writing {INJECTED}now."},
+                     {"type": "tool_use", "name": "Write", "input": {
+                         "path": "notes.txt", "content": "harmless\n\x1b[1A\x1b[2Kevil\n"}}]},
+        {"content": [{"type": "text", "text": f"Done {INJECTED}."}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "esc", "-y", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert "allowed (--yes): Write notes.txt" in result.stdout
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout, repr(result.stdout)
+    assert "\x1b" not in result.stderr, repr(result.stderr)
+    assert "+\\x1b[1A\\x1b[2Kevil" in result.stdout  # the diff shows what the file gets
+    assert "Done \\x1b]0;TITLE\\x07\\x1b[2J." in result.stdout
+    assert (workspace / "notes.txt").read_text() == "harmless\n\x1b[1A\x1b[2Kevil\n"
+
+
+def test_ask_refuses_a_workspace_path_that_is_not_utf8(daemon_env, tmp_path):
+    folder = tmp_path / os.fsdecode(b"ws\xffbad")  # the OS allows any bytes but / and NUL
+    folder.mkdir()
+    for args, cwd in ((["-w", str(folder)], None), ([], folder)):
+        result = heddle(["ask", *args, "-m", "hello", "hi"], daemon_env, cwd=cwd)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (f"heddle: the workspace path {tmp_path}/ws\\xffbad is not "
+                                 "valid UTF-8, so it cannot be sent to the daemon\n")
+
+
+def test_ask_stops_quietly_when_nobody_reads_its_output(daemon_env, scripted, workspace):
+    # the command waits after its first line until the reader has gone, then prints a lot
+    one_command(scripted, "echo first; for i in $(seq 600); do [ -e gone ] && break; "
+                "sleep 0.05; done; seq 1 3000")
+    proc = subprocess.Popen([HEDDLE, "ask", "-w", str(workspace), "-m", "t", "-y", "go"],
+                            env=daemon_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        while "first" not in proc.stdout.readline():  # as `| head -1` would, once it has it
+            assert proc.poll() is None
+        proc.stdout.close()
+        (workspace / "gone").touch()
+        stderr = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 141, stderr
+    assert stderr == "", stderr  # not "the daemon stopped unexpectedly", no traceback
+    log = Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
+    assert "(turn/cancel)" in log  # the turn was ended, not left to run
+
+
+def test_ask_with_stdout_closed_says_so(daemon_env, workspace):
+    result = subprocess.run(f"{shlex.quote(HEDDLE)} ask -w {shlex.quote(str(workspace))} hi >&-",
+                            shell=True, env=daemon_env, capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert result.stderr == "heddle: stdout is closed, so there is nowhere to show the answer\n"
+
+
+def test_ask_into_a_pipe_names_the_call_of_a_result_away_from_its_title(daemon_env, scripted,
+                                                                         workspace):
+    (workspace / "one.txt").write_text("1\n")
+    (workspace / "two.txt").write_text("1\n2\n")
+    read = [{"type": "tool_use", "name": "Read", "input": {"path": name}}
+            for name in ("one.txt", "two.txt")]
+    scripted.add_scenario("side", {"steps": [
+        {"content": read},  # read-only calls run side by side
+        {"content": [{"type": "tool_use", "name": "Write",
+                      "input": {"path": "odd\nname.txt", "content": "x\n"}}]},
+        {"content": [{"type": "text", "text": "Done."}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "side", "-y", "go"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    results = [n for n, line in enumerate(lines) if line.startswith("  └")]
+    assert len(results) == 3, result.stdout
+    for name, count in (("one.txt", 1), ("two.txt", 2)):
+        (n,) = [n for n in results[:2] if lines[n].endswith(f" {count} lines")]
+        assert lines[n - 1] == f"● Read {name}" or \
+            lines[n] == f"  └ Read {name}: {count} lines", result.stdout
+    assert "● Write odd\\nname.txt" in lines, result.stdout  # one line, the newline shown
+    assert (workspace / "odd\nname.txt").read_text() == "x\n"
+    assert "[completed · 3 model calls ·" in result.stderr
+
+
+def test_ask_and_trust_call_a_workspace_that_is_not_a_folder_a_wrong_command_line(daemon_env,
+                                                                                  tmp_path):
+    (tmp_path / "file").write_text("")
+    for path in (tmp_path / "missing", tmp_path / "file"):
+        for command in (["ask", "-w", str(path), "hi"], ["trust", "-w", str(path)]):
+            result = heddle(command, daemon_env)
+            assert result.returncode == 2, (command, result.stderr)
+            assert result.stderr == f"heddle: {path} is not a folder\n"
+
+
+def test_ask_with_a_base_url_needs_no_api_key(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}] * 2})
+    unset = {k: v for k, v in daemon_env.items() if k != "ANTHROPIC_API_KEY"}
+    for env in (unset, {**daemon_env, "ANTHROPIC_API_KEY": ""}):
+        result = heddle(["ask", "-w", str(workspace), "-m", "chat", "hello"], env)
+        assert result.returncode == 0, result.stderr
+        assert "Hi." in result.stdout

@@ -265,7 +265,8 @@ def test_terminal_client_applies_settings(env, scripted, workspace):
     assert heddle("--yes", command="trust").returncode == 0  # the project's allow rule widens
     rejected = heddle("-m", "ask", "--no", "go")
     assert rejected.returncode == 0, rejected.stderr
-    for line in ("● Run: echo from-rule", "  └ exit 0", "● Write x.txt", "  ✗ rejected"):
+    for line in ("● Run: echo from-rule", "  └ exit 0", "● Write x.txt",
+                 "  ✗ Write x.txt: rejected"):  # after echo's output: the result names its call
         assert line in rejected.stdout.splitlines()  # the rule let echo run; --no refused Write
     assert not (workspace / "x.txt").exists()
     planned = heddle("-m", "plan", "--mode", "plan", "-y", "go")

@@ -200,3 +200,18 @@ async def test_a_loaded_session_takes_its_mode_from_the_settings_as_trusted_now(
     assert loaded["permissionMode"] == "default"  # the mode came from the file, now untrusted
     assert loaded["untrustedSettings"]["ignored"] == ["permission mode bypassPermissions"]
     assert kept["permissionMode"] == "acceptEdits"  # the editor's own choice stays
+
+
+def test_heddle_trust_says_a_settings_file_that_is_not_toml_has_nothing_to_trust(daemon_env,
+                                                                                  workspace):
+    settings = workspace / ".heddle/settings.toml"
+    settings.parent.mkdir()
+    settings.write_text('[permissions\nallow = ["Bash"]\n')
+    result = subprocess.run([sys.executable, "-I", "-m", "heddle", "trust", "-w", str(workspace),
+                             "--yes"], env=daemon_env, capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (f"heddle: {settings} is not valid TOML (Expected ']' at the end of "
+                             "a table declaration (at line 1, column 13)): there is nothing to "
+                             "trust until it is fixed\n")

@@ -10,6 +10,8 @@ import re
 import shutil
 from typing import Any, TextIO
 
+from heddle.words import plural
+
 LIVE_LINES = 4
 """Lines of a running command's output shown under it on a terminal (the newest)."""
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
@@ -30,11 +32,6 @@ def clean(text: object, one_line: bool = False) -> str:
     terminal; Heddle's own styling is added around it afterwards."""
     text = str(text).replace("\r\n", "\n")
     return (_CONTROLS_AND_NEWLINE if one_line else _CONTROLS).sub(_shown, text)
-
-
-def plural(count: int, word: str) -> str:
-    """`1 line`, `2 lines`: the count and the word that agrees with it."""
-    return f"{count:,} {word if count == 1 else word + 's'}"
 
 
 def printable(line: str) -> str:

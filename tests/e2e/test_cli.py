@@ -469,10 +469,10 @@ def test_ask_into_a_pipe_names_the_call_of_a_result_away_from_its_title(daemon_e
     lines = result.stdout.splitlines()
     results = [n for n, line in enumerate(lines) if line.startswith("  └")]
     assert len(results) == 3, result.stdout
-    for name, count in (("one.txt", 1), ("two.txt", 2)):
-        (n,) = [n for n in results[:2] if lines[n].endswith(f" {count} lines")]
+    for name, count in (("one.txt", "1 line"), ("two.txt", "2 lines")):
+        (n,) = [n for n in results[:2] if lines[n].endswith(f" {count}")]
         assert lines[n - 1] == f"● Read {name}" or \
-            lines[n] == f"  └ Read {name}: {count} lines", result.stdout
+            lines[n] == f"  └ Read {name}: {count}", result.stdout
     assert "● Write odd\\nname.txt" in lines, result.stdout  # one line, the newline shown
     assert (workspace / "odd\nname.txt").read_text() == "x\n"
     assert "[completed · 3 model calls ·" in result.stderr

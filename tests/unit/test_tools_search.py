@@ -89,7 +89,7 @@ async def test_what_ripgrep_found_stays_when_it_could_not_read_a_path(tmp_path):
     ctx = ToolContext(ws)
     found = await run(Grep(), ctx, pattern="needle")
     text, note = found.content.split("\n\n")
-    assert text == "a.txt:1:a needle here" and found.summary == "1 lines, 1 unreadable"
+    assert text == "a.txt:1:a needle here" and found.summary == "1 line, 1 unreadable"
     assert note.startswith("1 path could not be read, so what they hold is missing here:\n"
                            + top[:10])
     assert "File name too long (os error 36)" in note and len(note) < 500

@@ -16,6 +16,7 @@ from heddle.core.hunks import Review
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
 from heddle.tools.landing import current, diff_preview, land, land_reviewed, unified_diff
+from heddle.words import plural
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
@@ -89,7 +90,7 @@ class Read(ToolBase):
         if shown_to < total:
             out.append(f"\n(lines {inp.offset}-{shown_to} of {total}; "
                        f"read on with offset={shown_to + 1})")
-        return ToolOutput(note + "\n".join(out), f"{shown_to - inp.offset + 1} lines")
+        return ToolOutput(note + "\n".join(out), plural(shown_to - inp.offset + 1, "line"))
 
 
 class EditInput(msgspec.Struct, forbid_unknown_fields=True):

@@ -15,6 +15,7 @@ from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import LIST_FILES, run_ripgrep, with_unreadable
+from heddle.words import plural
 
 MAX_FILES = 1000
 MAX_ENTRIES = 1000
@@ -62,7 +63,7 @@ class Glob(ToolBase):
             if len(files) > MAX_FILES:
                 shown.append(f"(and {len(files) - MAX_FILES} more; narrow the pattern or the "
                              "path)")
-            found = ToolOutput("\n".join(shown), f"{len(files)} files")
+            found = ToolOutput("\n".join(shown), plural(len(files), "file"))
         return with_unreadable(found, unreadable, "")
 
 
@@ -114,7 +115,7 @@ class LS(ToolBase):
         lines = [_describe(e) for e in entries[:MAX_ENTRIES]]
         if len(entries) > MAX_ENTRIES:
             lines.append(f"(and {len(entries) - MAX_ENTRIES} more)")
-        return ToolOutput("\n".join(lines), f"{len(entries)} entries")
+        return ToolOutput("\n".join(lines), plural(len(entries), "entry", "entries"))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

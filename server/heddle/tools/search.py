@@ -18,6 +18,7 @@ import msgspec
 
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.base import ToolBase
+from heddle.words import plural
 
 
 def ripgrep() -> str:
@@ -152,9 +153,9 @@ def _result(inp: GrepInput, out: bytes, root: str, kept: set[str] | None) -> Too
     blocks = [_strip_separators(found[path]) for path in sorted(found)]
     text = ("\n--\n" if inp.context else "\n").join("\n".join(b) for b in blocks)
     if inp.output_mode == "content":
-        summary = f"{sum(len(b) - b.count('--') for b in blocks)} lines"
+        summary = plural(sum(len(b) - b.count('--') for b in blocks), "line")
     else:
-        summary = f"{len(blocks)} files"
+        summary = plural(len(blocks), "file")
     # over-long output is cut by the executor, which keeps the full text on disk
     return ToolOutput(text, summary)
 

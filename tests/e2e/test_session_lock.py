@@ -44,3 +44,20 @@ async def test_a_session_live_in_one_daemon_is_refused_by_another_until_it_is_cl
     assert (await one.call("session/load", {"sessionId": sid}))["turns"] == 2
     assert (await one.call("turn/start", {"sessionId": sid, "prompt": "again"},
                            timeout=40))["reason"] == "completed"
+
+
+async def test_a_load_waits_a_moment_for_the_process_that_lets_the_session_go(
+        daemons, scripted, workspace):
+    # a reloaded window's daemon is still exiting while the new window's loads the session
+    scripted.add_scenario("handover", {"steps": [DONE, DONE]})
+    old, new = await daemons(), await daemons()
+    sid = (await old.call("session/new", {"workspace": str(workspace), "model": "handover"}))[
+        "sessionId"]
+    await old.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=40)
+    loading = asyncio.ensure_future(new.call("session/load", {"sessionId": sid}))
+    await asyncio.sleep(0.5)
+    assert not loading.done()  # waiting for the lock, not refused
+    await old.stop()
+    assert (await loading)["turns"] == 1
+    assert (await new.call("turn/start", {"sessionId": sid, "prompt": "on"},
+                           timeout=40))["reason"] == "completed"

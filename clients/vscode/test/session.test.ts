@@ -322,6 +322,8 @@ describe("session logic against the real daemon", () => {
     await deadline(conversation.ask(settings("vscode-restart"), "Answer me"), 20000, "the first turn");
     const first = conversation.sessionInfo?.sessionId;
 
+    // The old daemon lets the session go, as its exit would (this one serves the other tests).
+    await daemon.connection.sendRequest(Methods.SessionClose, { sessionId: first });
     const restarted = await startDaemon(daemonEnv, state.path);
     try {
       relay.use(restarted.connection);

@@ -19,7 +19,7 @@ from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.settings import ModelLimitSettings
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
-                                        TranscriptInUse, TranscriptWriter, read)
+                                        TranscriptInUse, TranscriptWriter, held_elsewhere, read)
 from heddle.settings import CacheSettings
 from heddle.tools.documents import EditorDocuments
 
@@ -33,6 +33,10 @@ class SessionError(Exception):
     def __init__(self, kind: str, message: str):
         super().__init__(message)
         self.kind = kind
+
+
+HANDOVER_WAIT = 3.0
+"""Seconds a load waits for another process to release a session (then: `inUse`)."""
 
 
 @dataclass
@@ -289,10 +293,18 @@ class SessionRegistry:
 
     async def settled(self, session_id: str) -> None:
         """Wait for a close of the session that is under way (a load after it reads the
-        transcript, rather than taking the session that is going away)."""
+        transcript, rather than taking the session that is going away); and, up to
+        HANDOVER_WAIT seconds, for another process that holds it to let it go (the daemon of a
+        window being reloaded, or restarted, is still exiting as its successor loads)."""
         live = self._sessions.get(session_id)
         if live is not None and live.closing is not None:
             await live.closing.wait()
+        if live is not None or self.directory is None or not SESSION_ID.fullmatch(session_id):
+            return
+        path = self.directory / f"{session_id}.jsonl"
+        with anyio.move_on_after(HANDOVER_WAIT):
+            while held_elsewhere(path):
+                await anyio.sleep(0.05)
 
     async def stop_servers(self) -> None:
         """Stop the MCP servers of every live session (the daemon is exiting)."""

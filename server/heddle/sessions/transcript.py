@@ -195,6 +195,19 @@ class TranscriptWriter:
         self._file.close()
 
 
+def held_elsewhere(path: Path) -> bool:
+    """Whether another process holds the transcript's lock (its session is live there)."""
+    try:
+        with open(path, "rb") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False  # (closing the file lets it go again)
+    except OSError:
+        return False  # missing or unreadable: the load says so
+
+
 def _mend_tail(path: Path) -> None:
     """Before appending to a file a crash may have cut mid-line: end a complete last record
     with its newline, drop an incomplete one (it was reported when the file was read), so the

@@ -10,6 +10,8 @@ import pytest
 from heddle.scripted import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
+RETRY_DELAY = 0.02
+"""Seconds before a daemon's first retry of a model request in these tests."""
 
 
 @pytest.fixture
@@ -38,7 +40,10 @@ def daemon_env(scripted: ScriptedServer, tmp_path: Path) -> dict[str, str]:
         ANTHROPIC_BASE_URL=scripted.url, ANTHROPIC_API_KEY="test-key",
         XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
         HEDDLE_LOG_LEVEL="DEBUG",
-        HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"))
+        HEDDLE_LOG_FILE=str(tmp_path / "heddle.log"),
+        # retries back off from RETRY_DELAY, not 0.5 s: a model call that fails for good
+        # takes 0.3 s, not 6.6 s (tests/e2e/test_loop.py checks the doubling)
+        HEDDLE_RETRY_DELAY=str(RETRY_DELAY))
     return env
 
 

@@ -39,6 +39,17 @@ class Acpx:
         assert ACPX.exists(), f"acpx is not installed: run ./dev test, or npm install --prefix {ACPX.parents[2]}"
         self.env = {**env, "HOME": str(home)}
         self.cwd = cwd
+        self.queues = home / ".acpx" / "queues"
+        """Where a persistent session's queue owner keeps its lease (`KEY.lock`) while it lives."""
+
+    async def owners_gone(self, timeout: float = 30) -> None:
+        """Wait until no queue owner lives (their `--ttl` ran out and they retired): the next
+        command starts a fresh agent process rather than reaching the old one."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while list(self.queues.glob("*.lock")):
+            assert loop.time() < end, f"acpx queue owners still live: {list(self.queues.iterdir())}"
+            await asyncio.sleep(0.05)
 
     async def start(self, *args: str) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
@@ -182,6 +193,7 @@ async def test_interrupt_cancels_mid_stream(acpx, scripted):
     assert stop_reasons(wire) == ["cancelled"]
 
 
+@pytest.mark.timeout(180)  # several acpx commands, each a cold agent start (15 s under load)
 async def test_a_session_kept_across_agent_processes(acpx, scripted, workspace):
     scripted.add_scenario("keep", {"steps": [
         {"content": [{"type": "text", "text": "One."}]},
@@ -193,6 +205,7 @@ async def test_a_session_kept_across_agent_processes(acpx, scripted, workspace):
     assert code == 0 and stop_reasons(wire) == ["end_turn"], err
     code, wire, err = await client.run("--ttl", "0.5", "set-mode", "plan")
     assert code == 0, (err, wire)
+    await client.owners_gone()
     code, wire, err = await client.run("--ttl", "0.5", "--approve-all", "prompt", "second")
     assert code == 0, err
     # a fresh agent process took the session back from its transcript
@@ -237,6 +250,7 @@ async def test_interrupt_cancels_mid_tool_and_closes_every_call(acpx, scripted, 
     assert processes_naming(marker) == [], "the cancelled command still runs"
 
 
+@pytest.mark.timeout(180)  # several acpx commands, each a cold agent start (15 s under load)
 async def test_plan_mode_set_by_acpx_refuses_the_edit(acpx, scripted, workspace):
     scripted.add_scenario("edit", read_edit())
     before = (workspace / "app.py").read_text()
@@ -257,6 +271,7 @@ async def test_plan_mode_set_by_acpx_refuses_the_edit(acpx, scripted, workspace)
     assert [u["rawOutput"]["status"] for u in edit] == ["ok", "rejected"]
 
 
+@pytest.mark.timeout(180)  # several acpx commands, each a cold agent start (15 s under load)
 async def test_a_killed_agents_session_is_loaded_by_the_next_prompt(acpx, scripted, workspace):
     marker = f"acpx-killed-{workspace.parent.name}"
     scripted.add_scenario("kill", {"steps": [

@@ -132,11 +132,16 @@ async def test_a_model_that_cannot_be_reached_does_not_fall_back(daemon_env, dae
                         daemon_command)
     try:
         sid = await new_session(c, workspace, "primary", fallbackModel="backup")
-        result = await turn(c, sid)  # five attempts, about 6.6 s of backoff
+        result = await turn(c, sid)  # five attempts
     finally:
         await lsp.stop(c)
     assert (result["reason"], result.get("error", {}).get("code")) == ("modelError", "connection")
-    assert [r["attempt"] for r in c.turn_events("retry")] == [2, 3, 4, 5]
+    retries = c.turn_events("retry")
+    assert [r["attempt"] for r in retries] == [2, 3, 4, 5]
+    # the back-off doubles from HEDDLE_RETRY_DELAY, with up to a quarter taken off at random
+    for n, r in enumerate(retries):
+        full = float(daemon_env["HEDDLE_RETRY_DELAY"]) * 1000 * 2 ** n
+        assert 0.75 * full - 1 <= r["delayMs"] <= full, (n, r["delayMs"])
     assert {r["maxAttempts"] for r in c.turn_events("retry")} == {5}
     assert c.turn_events("modelFallback") == []
     assert [m["model"] for m in c.turn_events("modelCall")] == ["primary"]

@@ -372,10 +372,16 @@ async def test_an_empty_prompt_or_a_nul_workspace_is_a_clear_error(daemons, scri
     await d.stop()
 
 
+HELD = ("trap 'echo $$ > term; until [ -e release ]; do sleep 0.02; done; exit 0' TERM; "
+        "echo $$ > started; while :; do sleep 0.02; done")
+"""A Bash command whose cancel is held until the test creates `release` (or the kill grace
+runs out): `term` says the cancel has reached it."""
+
+
 async def test_close_ends_the_turn_and_the_prompt_queued_behind_it_and_a_load_waits_for_it(
         daemons, scripted, workspace):
-    long = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 50}
-    scripted.add_scenario("close", {"steps": [long, DONE]})
+    held = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": HELD}}]}
+    scripted.add_scenario("close", {"steps": [held, DONE]})
     d = await daemons()
     sid = (await d.call("session/new", {"workspace": str(workspace), "model": "close"}))["sessionId"]
 
@@ -383,22 +389,28 @@ async def test_close_ends_the_turn_and_the_prompt_queued_behind_it_and_a_load_wa
         return asyncio.ensure_future(d.call(method, {"sessionId": sid, **params}, timeout=40))
 
     running = call("turn/start", prompt="first")
-    await d.wait_for("textDelta")
+    await file_appears(workspace / "started")
     queued = call("turn/start", prompt="queued", ifBusy="queue")
     await d.call("session/list", {})  # answered after the queued prompt was taken
-    # Sent one after the other, each while the close is ending the turn.
     closing = call("session/close")
+    # The close is under way, held in its cancel of the command: everything below reaches the
+    # daemon while it closes (the daemon handles requests in the order they come, each up to
+    # its first wait, so once session/list is answered every one of them has been taken).
+    await file_appears(workspace / "term")
     late = call("turn/start", prompt="too late", ifBusy="queue")
     configure = call("session/configure", model="other")
     compact = call("session/compact")
     again = call("session/close")
     loaded = call("session/load")
+    await d.call("session/list", {})
+    assert not closing.done() and not again.done() and not loaded.done()
+    (workspace / "release").touch()
 
     first = await running
     assert first["reason"] == "cancelled"
     assert await queued == first  # answered by the cancelled turn; it never ran
-    for closed in (closing, again):
-        assert (await closed)["sessionId"] == sid
+    assert (await closing)["sessionId"] == sid
+    assert await again == {"sessionId": sid}  # it waited, and stopped nothing itself
     for refused in (late, configure, compact):
         with pytest.raises(RpcError) as err:
             await refused

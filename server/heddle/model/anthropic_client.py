@@ -55,6 +55,8 @@ class ModelSettings(msgspec.Struct, frozen=True):
     read_timeout: float = 120.0
     connect_timeout: float = 10.0
     http_client: str = "aiohttp"
+    retry_delay: float = RetryPolicy().base_delay
+    """Seconds before the first retry of a failed request (doubled for each later one)."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> ModelSettings:
@@ -69,16 +71,17 @@ class ModelSettings(msgspec.Struct, frozen=True):
             base_url=http_url(env, "ANTHROPIC_BASE_URL"),
             read_timeout=number(env, "HEDDLE_READ_TIMEOUT", 120, minimum=0.001),
             http_client=http_client,
+            retry_delay=number(env, "HEDDLE_RETRY_DELAY", RetryPolicy().base_delay),
         )
 
 
 class AnthropicModel:
     """ModelCaller over `anthropic.AsyncAnthropic`; `warm_up` prepares it off the event loop."""
 
-    def __init__(self, settings: ModelSettings, policy: RetryPolicy = RetryPolicy(),
+    def __init__(self, settings: ModelSettings, policy: RetryPolicy | None = None,
                  rand: random.Random | None = None):
         self.settings = settings
-        self.policy = policy
+        self.policy = policy or RetryPolicy(base_delay=settings.retry_delay)
         self.rand = rand or random.Random()
         self._client = None
         self._client_lock = anyio.Lock()

@@ -48,3 +48,20 @@ def test_the_python_that_makes_the_venv_must_be_3_11(tmp_path: Path):
         "is Python 3.12")
     assert call("python_problem", str(tmp_path / "missing")).endswith("is not installed")
     assert call("python_problem", str(fake_python(tmp_path / "b", "echo 3.11\n"))) == ""
+
+
+def test_a_plain_run_runs_every_suite_and_a_filtered_run_only_what_it_names():
+    every = call("test_plan").splitlines()
+    assert [line.split("|")[0] for line in every] == ["unit", "e2e", "acp", "neovim", "vscode"]
+    assert call("test_plan", "e2e", "vscode").splitlines() == [every[1], every[4]]
+    assert call("test_plan", "tests/unit/test_dev.py", "-k", "a b") == \
+        r"pytest|pytest tests/unit/test_dev.py -k a\ b"
+    assert call("test_plan", "e2e", "-x") == "pytest|pytest e2e -x"  # not all suite names
+
+
+def test_a_suites_line_says_what_pytest_counted(tmp_path: Path):
+    log = tmp_path / "log"
+    log.write_text("....\n=========== 3 passed, 1 skipped in 0.25s ===========\n")
+    assert call("pytest_counts", str(log)) == "3 passed, 1 skipped"
+    log.write_text("F.\n1 failed, 1 passed in 2.00s (0:00:02)\n")
+    assert call("pytest_counts", str(log)) == "1 failed, 1 passed"

@@ -126,6 +126,16 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert f"heddle: the session works in {workspace}, not {elsewhere}" in third.stderr
 
 
+def test_ask_at_its_turn_limit_says_so_in_the_singular(daemon_env, scripted, workspace):
+    scripted.add_scenario("read", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "read", "--max-turns", "1", "go"],
+                    daemon_env)
+    assert result.returncode == 1
+    assert "heddle: stopped after 1 model call\n" in result.stderr, result.stderr
+    assert "[maxTurns · 1 model call ·" in result.stderr
+
+
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
     for args, why in ((["  ", ""], "the prompt is empty"), (["--max-turns", "0", "hi"],
                                                                "must be at least 1, not 0"),

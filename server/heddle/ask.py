@@ -33,6 +33,11 @@ SHUTDOWN_TIMEOUT = 5.0
 STDERR_LINES = 20
 """Lines of the daemon's stderr kept, to show if it stops without saying why."""
 
+DESCRIPTION = """\
+Ask the agent from the terminal: starts the daemon, runs one turn on the workspace and streams
+it here (the answer on stdout, the rest on stderr). The session is kept: -c continues the
+workspace's latest, -s a given one.
+"""
 EPILOG = """\
 environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)

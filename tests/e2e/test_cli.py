@@ -37,6 +37,17 @@ def test_bare_heddle_without_stdio_prints_usage(daemon_env):
     assert result.returncode == 2 and "usage: heddle" in result.stderr
 
 
+@pytest.mark.parametrize("command, says", [
+    ("serve", "JSON-RPC"), ("acp", "Agent Client Protocol"), ("ask", "runs one turn"),
+    ("trust", ".heddle/settings.toml"), ("demo", "scripted model server")])
+def test_each_command_explains_itself_with_help(daemon_env, command, says):
+    result = heddle([command, "--help"], daemon_env)
+    assert result.returncode == 0 and result.stderr == ""
+    usage, description = result.stdout.split("\n\n")[:2]
+    assert usage.startswith(f"usage: heddle {command} ") and says in description, result.stdout
+    assert not description.startswith(("options:", "positional arguments:")), result.stdout
+
+
 def test_demo_runs_a_multi_step_turn(daemon_env, shadowed_workspace):
     result = heddle(["demo"], daemon_env, cwd=shadowed_workspace)
     assert result.returncode == 0, result.stderr

@@ -57,6 +57,11 @@ line (a workspace that is not a folder, say), 141 stdout was closed (a pipe whos
 else.
 """
 
+OTHER_MODEL = ("heddle: pick another model with -m MODEL (or HEDDLE_MODEL, or `model` in "
+               "the settings files)")
+OTHER_MODEL_CONTINUED = ("heddle: a continued session keeps its model; to use another one, "
+                         "start a new session (without -c or -s) with -m MODEL")
+
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
                "it was rejected. To answer without asking, run with -y (allow), --no (reject), "
                "--mode acceptEdits (allow edits) or --mode bypassPermissions (allow everything).")
@@ -245,7 +250,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             "capabilities": {"experimental": {"heddle": {"permissionRequests": True,
                                                        "reviewHunks": True}}}})
         conn.notify("initialized", {})
-        session = await _open_session(conn, args, workspace, renderer)
+        session, continued = await _open_session(conn, args, workspace, renderer)
         for message in session.get("warnings", []):  # problems in the settings files, repairs
             warn(message)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
@@ -267,11 +272,14 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             turn.cancel()
             await asyncio.gather(turn, gone, return_exceptions=True)
         renderer.end_line()
-        summary = clean(turn_summary(result) + f" session {session['sessionId']}")
-        dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
-        print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
+        if any(result["usage"].values()):  # a turn that never reached the model has no usage
+            summary = clean(turn_summary(result) + f" session {session['sessionId']}")
+            dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+            print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
         if result.get("error"):
             print(f"heddle: {clean(result['error']['message'])}", file=sys.stderr)
+            if result["error"]["code"] == "unknownModel":
+                print(OTHER_MODEL_CONTINUED if continued else OTHER_MODEL, file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
     except RpcError as exc:
         renderer.end_line()
@@ -308,8 +316,9 @@ def turn_summary(result: dict[str, Any]) -> str:
 
 
 async def _open_session(conn: Connection, args: argparse.Namespace, workspace: str,
-                        renderer: Renderer) -> dict[str, Any]:
-    """A new session, or an earlier one brought back (its history is not re-printed)."""
+                        renderer: Renderer) -> tuple[dict[str, Any], bool]:
+    """A new session, or an earlier one brought back (its history is not re-printed); and
+    whether it was brought back."""
     session_id = getattr(args, "session", None)
     if getattr(args, "continue_last", False):
         listed = (await conn.request("session/list", {"workspace": workspace}))["sessions"]
@@ -319,7 +328,7 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     if session_id is None:
         return await conn.request("session/new", {
             "workspace": workspace, **({"model": args.model} if args.model else {}),
-            **({"permissionMode": args.mode} if args.mode else {})})
+            **({"permissionMode": args.mode} if args.mode else {})}), False
     printing = renderer.event
     renderer.event = lambda params: None  # the replayed history is not printed again
     try:
@@ -340,7 +349,7 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     if args.mode and args.mode != loaded["permissionMode"]:
         print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
               f"({loaded['permissionMode']})", file=sys.stderr)
-    return loaded
+    return loaded, True
 
 
 async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:

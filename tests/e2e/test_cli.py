@@ -76,7 +76,7 @@ def test_ask_with_no_rejects_and_model_error_exits_nonzero(daemon_env, scripted,
     scripted.add_scenario("down", {"steps": [{"fault": {"status": 401}}]})
     failed = heddle(["ask", "-w", str(workspace), "-m", "down", "hi"], daemon_env)
     assert failed.returncode == 1
-    assert "[modelError" in failed.stderr
+    assert "[modelError" not in failed.stderr  # no usage line: the model answered nothing
     said = failed.stderr.rsplit("heddle: ", 1)[1].strip()
     assert said and (failed.stdout + failed.stderr).count(said) == 1  # once, not the daemon too
 
@@ -145,6 +145,20 @@ def test_ask_at_its_turn_limit_says_so_in_the_singular(daemon_env, scripted, wor
     assert result.returncode == 1
     assert "heddle: stopped after 1 model call\n" in result.stderr, result.stderr
     assert "[maxTurns · 1 model call ·" in result.stderr
+
+
+def test_ask_with_an_unknown_model_says_what_is_wrong_and_what_to_do(daemon_env, workspace):
+    unknown = ("heddle: the model endpoint does not know the model 'claude-nonesuch' (it "
+               "answered 404 \"model: claude-nonesuch\"): choose a model it serves\n")
+    new = heddle(["ask", "-w", str(workspace), "-m", "claude-nonesuch", "hi"], daemon_env)
+    assert new.returncode == 1
+    assert new.stderr == unknown + ("heddle: pick another model with -m MODEL (or "
+                                    "HEDDLE_MODEL, or `model` in the settings files)\n")
+    again = heddle(["ask", "-w", str(workspace), "-c", "hi"], daemon_env)
+    assert again.returncode == 1
+    assert again.stderr.endswith(unknown + (
+        "heddle: a continued session keeps its model; to use another one, start a new session "
+        "(without -c or -s) with -m MODEL\n")), again.stderr
 
 
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):

@@ -20,6 +20,7 @@ from typing import Any, Callable, TextIO
 
 from heddle import secret_env
 from heddle.client import Connection, RpcError
+from heddle.envvars import no_model_endpoint
 from heddle.launch import python_command
 from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
                              show_request)
@@ -43,7 +44,7 @@ environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
   ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); with it
                        set, ANTHROPIC_API_KEY may be left unset or empty (a local model
-                       server that checks no key)
+                       server that checks no key). With neither set, nothing is started.
   HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
@@ -151,6 +152,11 @@ async def ask(args: argparse.Namespace, out: TextIO | None = None,
     try:
         env = secret_env.environ() if env is None else dict(env)
         env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
+        # Said before a daemon starts, so that no session is kept for a turn that cannot run.
+        # Another daemon command (--daemon) may bring its own environment: it says it itself.
+        if args.daemon is None and (problem := no_model_endpoint(env)):
+            print(f"heddle: {problem}", file=sys.stderr)
+            return 1
         command = daemon_command(args)
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -161,6 +161,22 @@ def test_ask_with_an_unknown_model_says_what_is_wrong_and_what_to_do(daemon_env,
         "(without -c or -s) with -m MODEL\n")), again.stderr
 
 
+def test_ask_without_a_key_or_an_endpoint_says_so_first_and_keeps_no_session(daemon_env,
+                                                                              workspace):
+    env = {k: v for k, v in daemon_env.items() if not k.startswith("ANTHROPIC_")}
+    said = ("heddle: ANTHROPIC_API_KEY is not set: set it to your Anthropic API key, or set "
+            "ANTHROPIC_BASE_URL to an Anthropic-compatible endpoint (one that checks no key "
+            "needs none)\n")
+    result = heddle(["ask", "-w", str(workspace), "hi"], env)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", said)
+    sessions = Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions"
+    assert not sessions.exists() or list(sessions.iterdir()) == []
+    # a daemon of its own (--daemon) says it at the turn: the reason, and no usage line
+    daemon = f"{shlex.quote(sys.executable)} -I -m heddle serve"
+    result = heddle(["ask", "-w", str(workspace), "--daemon", daemon, "hi"], env)
+    assert (result.returncode, result.stderr) == (1, said)
+
+
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):
     for args, why in ((["  ", ""], "the prompt is empty"), (["--max-turns", "0", "hi"],
                                                                "must be at least 1, not 0"),

@@ -26,7 +26,7 @@ from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, ToolUseBlock
 from heddle.core.stream import (Billed, ModelError, ModelRequest, Restart, StreamEnd,
                                 StreamEvent)
-from heddle.envvars import http_url, number
+from heddle.envvars import NO_ENDPOINT, http_url, number
 from heddle.model import caching
 from heddle.model.errors import classify
 from heddle.model.reader import BodyReader
@@ -102,10 +102,7 @@ class AnthropicModel:
         if self._client is None:
             anthropic = await import_sdk()
             if self._no_endpoint():
-                raise ModelError(ErrorInfo(
-                    "authentication",
-                    "ANTHROPIC_API_KEY is not set (or set ANTHROPIC_BASE_URL to an "
-                    "Anthropic-compatible endpoint)"))
+                raise ModelError(ErrorInfo("authentication", NO_ENDPOINT))
             async with self._client_lock:
                 if self._client is None:
                     # 90-100 ms, most of it the TLS context: not on the event loop.

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from heddle import secret_env
+from heddle import secret_env, spawn
 from heddle.client import Connection, RpcError
 from heddle.envvars import no_model_endpoint
-from heddle.launch import python_command
 from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
                              show_request)
 
@@ -30,9 +28,6 @@ INTERRUPTED = 130
 STDOUT_GONE = 141
 """Exit status when nobody reads the answer any more (a closed pipe): 128 + SIGPIPE, as a
 command killed by SIGPIPE reports."""
-SHUTDOWN_TIMEOUT = 5.0
-STDERR_LINES = 20
-"""Lines of the daemon's stderr kept, to show if it stops without saying why."""
 
 DESCRIPTION = """\
 Ask the agent from the terminal: starts the daemon, runs one turn on the workspace and streams
@@ -120,28 +115,6 @@ class CtrlC:
             self.quit.set()
 
 
-class StderrTail:
-    """The last lines the daemon wrote to stderr (read all along, so it never blocks)."""
-
-    def __init__(self, stream: asyncio.StreamReader):
-        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.task = asyncio.ensure_future(self._read(stream))
-
-    async def _read(self, stream: asyncio.StreamReader) -> None:
-        try:
-            while line := await stream.readline():
-                self.lines.append(line.decode(errors="replace").rstrip())
-        except (ValueError, ConnectionError):  # a line past the stream's limit: stop keeping
-            pass
-
-
-def daemon_command(args: argparse.Namespace) -> list[str]:
-    if args.daemon:
-        import shlex
-        return shlex.split(args.daemon)
-    return python_command("heddle", "serve")
-
-
 async def ask(args: argparse.Namespace, out: TextIO | None = None,
               env: dict[str, str] | None = None) -> int:
     """One turn; `env` is the daemon's environment (default: this process's as it started,
@@ -151,46 +124,38 @@ async def ask(args: argparse.Namespace, out: TextIO | None = None,
     loop.add_signal_handler(signal.SIGINT, ctrl_c.pressed)
     try:
         env = secret_env.environ() if env is None else dict(env)
-        env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
         # Said before a daemon starts, so that no session is kept for a turn that cannot run.
         # Another daemon command (--daemon) may bring its own environment: it says it itself.
         if args.daemon is None and (problem := no_model_endpoint(env)):
             print(f"heddle: {problem}", file=sys.stderr)
             return 1
-        command = daemon_command(args)
+        argv = spawn.command(args.daemon)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-                start_new_session=True)
+            daemon = await spawn.Daemon.start(argv, env)
         except OSError as exc:
-            print(f"heddle: cannot start the daemon ({command[0]}): {exc.strerror or exc}",
-                  file=sys.stderr)
+            print(spawn.cannot_start(argv, exc), file=sys.stderr)
             return 1
         try:
-            return await _with_daemon(args, Stdout(out or sys.stdout), proc, ctrl_c)
+            return await _with_daemon(args, Stdout(out or sys.stdout), daemon, ctrl_c)
         finally:
-            if proc.returncode is None:  # quitting: its reaper kills the tool processes
-                proc.kill()
-                await proc.wait()
+            daemon.kill()  # quitting: its reaper kills the tool processes
+            await daemon.proc.wait()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _with_daemon(args: argparse.Namespace, out: Stdout,
-                       proc: asyncio.subprocess.Process, ctrl_c: CtrlC) -> int:
+async def _with_daemon(args: argparse.Namespace, out: Stdout, daemon: spawn.Daemon,
+                       ctrl_c: CtrlC) -> int:
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
-    conn = Connection(proc.stdout, proc.stdin)
-    stderr = StderrTail(proc.stderr)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
                         live=out.isatty())
-    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr, out))
+    talk = asyncio.ensure_future(_talk(args, daemon, renderer, ctrl_c, out))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:
         await asyncio.wait([talk, quit_], return_when=asyncio.FIRST_COMPLETED)
         if talk.done():
             code = talk.result()
-            stop = asyncio.ensure_future(_stop(conn, proc))
+            stop = asyncio.ensure_future(daemon.stop())
             await asyncio.wait([stop, quit_], return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
             return code
@@ -198,18 +163,18 @@ async def _with_daemon(args: argparse.Namespace, out: Stdout,
         print("heddle: quit", file=sys.stderr)
         return INTERRUPTED
     finally:
-        for task in (talk, quit_, stderr.task):
+        for task in (talk, quit_, daemon.stderr.task):
             task.cancel()
         await asyncio.gather(talk, quit_, return_exceptions=True)
 
 
-async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subprocess.Process,
-                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail, out: Stdout) -> int:
+async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Renderer,
+                ctrl_c: CtrlC, out: Stdout) -> int:
+    conn = daemon.conn
     workspace = str(Path(args.workspace).resolve())
     interactive = sys.stdin is not None and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
-    errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
     warned: set[str] = set()
 
     def warn(message: str) -> None:
@@ -219,9 +184,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             print(f"heddle: warning: {clean(message)}", file=sys.stderr)
 
     def show_message(params: dict[str, Any]) -> None:
-        if params.get("type") == 1:
-            errors.append(str(params.get("message")))
-        elif params.get("type") == 2:  # a warning, such as untrusted project settings
+        daemon.announced(params)
+        if params.get("type") == 2:  # a warning, such as untrusted project settings
             warn(str(params.get("message")))
 
     conn.on_notification("window/showMessage", show_message)
@@ -251,11 +215,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
 
     conn.on_request("permission/request", on_permission)
     try:
-        await conn.request("initialize", {
-            "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "heddle ask"},
-            "capabilities": {"experimental": {"heddle": {"permissionRequests": True,
-                                                       "reviewHunks": True}}}})
-        conn.notify("initialized", {})
+        await daemon.initialize("heddle ask", {"experimental": {"heddle": {
+            "permissionRequests": True, "reviewHunks": True}}})
         session, continued = await _open_session(conn, args, workspace, renderer)
         for message in session.get("warnings", []):  # problems in the settings files, repairs
             warn(message)
@@ -269,7 +230,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             if out.gone.is_set():  # nobody reads the answer: end the turn, say nothing
                 if not turn.done():
                     conn.notify("turn/cancel", {"sessionId": session["sessionId"]})
-                    await asyncio.wait([turn], timeout=SHUTDOWN_TIMEOUT)
+                    await asyncio.wait([turn], timeout=spawn.SHUTDOWN_TIMEOUT)
                 return STDOUT_GONE
             result = turn.result()
         finally:
@@ -289,22 +250,12 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
         return EXIT_CODES.get(result["reason"], 1)
     except RpcError as exc:
         renderer.end_line()
-        print(f"heddle: {clean(errors[-1] if errors else exc.message)}", file=sys.stderr)
+        print(daemon.refused(exc), file=sys.stderr)
         return 1
     except ConnectionError:
         renderer.end_line()
-        try:
-            await asyncio.wait_for(asyncio.shield(stderr.task), SHUTDOWN_TIMEOUT)
-            await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
-        except asyncio.TimeoutError:
-            pass
-        if errors:
-            print(f"heddle: {clean(errors[-1])}", file=sys.stderr)
-        else:
-            print(f"heddle: the daemon stopped unexpectedly (exit code {proc.returncode})"
-                  + (":" if stderr.lines else ""), file=sys.stderr)
-            for line in stderr.lines:
-                print(f"  {clean(line)}", file=sys.stderr)
+        for line in await daemon.lost():
+            print(line, file=sys.stderr)
         return 1
 
 
@@ -356,20 +307,6 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
               f"({loaded['permissionMode']})", file=sys.stderr)
     return loaded, True
-
-
-async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
-    try:
-        if proc.returncode is None:
-            await asyncio.wait_for(conn.request("shutdown"), SHUTDOWN_TIMEOUT)
-            conn.notify("exit")
-            await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
-    except (asyncio.TimeoutError, RpcError, ConnectionError):
-        pass
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
 
 
 def _shown_path(path: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Callable, TextIO
 from heddle import secret_env, spawn
 from heddle.client import Connection, RpcError
 from heddle.envvars import no_model_endpoint
+from heddle.sessions_command import WrongSession, resolve, shown_path, wrong_workspace
 from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
                              show_request)
 
@@ -32,7 +33,7 @@ command killed by SIGPIPE reports."""
 DESCRIPTION = """\
 Ask the agent from the terminal: starts the daemon, runs one turn on the workspace and streams
 it here (the answer on stdout, the rest on stderr). The session is kept: -c continues the
-workspace's latest, -s a given one.
+workspace's latest, -s a given one (`heddle sessions` lists them).
 """
 EPILOG = """\
 environment:
@@ -49,8 +50,8 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
 Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
-line (a workspace that is not a folder, say), 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
-else.
+line (a workspace that is not a folder, a session id that names no session or several), 141
+stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything else.
 """
 
 OTHER_MODEL = ("heddle: pick another model with -m MODEL (or HEDDLE_MODEL, or `model` in "
@@ -91,8 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-turns", type=_positive, help="upper bound on model calls")
     p.add_argument("--daemon", help="command that starts the daemon (default: this heddle)")
     resume = p.add_mutually_exclusive_group()
-    resume.add_argument("-s", "--session", help="continue this session (an id from --continue's "
-                        "output or the editor)")
+    resume.add_argument("-s", "--session", metavar="ID",
+                        help="continue this session: its id, or the start of it that `heddle "
+                             "sessions` shows")
     resume.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                         help="continue the most recent session of the workspace")
 
@@ -248,6 +250,9 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
             if result["error"]["code"] == "unknownModel":
                 print(OTHER_MODEL_CONTINUED if continued else OTHER_MODEL, file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
+    except WrongSession as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except RpcError as exc:
         renderer.end_line()
         print(daemon.refused(exc), file=sys.stderr)
@@ -282,6 +287,8 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         if not listed:
             raise RpcError(-32010, f"no earlier session in {workspace}")
         session_id = listed[0]["sessionId"]
+    elif session_id is not None:  # an id, or the start of one as `heddle sessions` shows it
+        session_id = await resolve(conn, session_id, workspace)
     if session_id is None:
         return await conn.request("session/new", {
             "workspace": workspace, **({"model": args.model} if args.model else {}),
@@ -309,30 +316,27 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     return loaded, True
 
 
-def _shown_path(path: str) -> str:
-    """A path as the user typed it, its bytes that are not UTF-8 as `\\xff`."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
 def _wrong_command_line(args: argparse.Namespace) -> str | None:
     """What makes the command line one `heddle ask` cannot run, if anything."""
     if not " ".join(args.prompt).strip():  # the words together: `ask fix ""` is a prompt
         return "heddle ask: error: the prompt is empty"
     if args.model is not None and not args.model.strip():  # not "use the default"
         return "heddle ask: error: the model name is empty"
-    workspace = str(Path(args.workspace).resolve())
+    session = getattr(args, "session", None)
+    if session is not None and not session.strip():  # its start would name every session
+        return "heddle ask: error: the session id is empty"
+    wrong = wrong_workspace(str(Path(args.workspace).resolve()))
+    if wrong:
+        return wrong
     # JSON-RPC carries text: a name that is not UTF-8 (the OS hands it over with surrogate
     # escapes) cannot be sent, so say so here rather than fail mid-request.
-    for what, value in (("the workspace path", workspace), ("the prompt", " ".join(args.prompt)),
-                        ("the model name", args.model),
-                        ("the session id", getattr(args, "session", None))):
+    for what, value in (("the prompt", " ".join(args.prompt)), ("the model name", args.model),
+                        ("the session id", session)):
         try:
             (value or "").encode("utf-8")
         except UnicodeEncodeError:
-            return (f"heddle: {what} {_shown_path(value)} is not valid UTF-8, so it cannot be "
+            return (f"heddle: {what} {shown_path(value)} is not valid UTF-8, so it cannot be "
                     "sent to the daemon")
-    if not Path(workspace).is_dir():  # as `heddle trust -w` says it
-        return f"heddle: {workspace} is not a folder"
     return None
 
 

@@ -1,5 +1,6 @@
 """The `heddle` command: serve (the stdio daemon), acp (the Agent Client Protocol door), ask (a
-terminal client), trust (a workspace's settings), demo, version."""
+terminal client), sessions (what ask can continue), trust (a workspace's settings), demo,
+version."""
 
 from __future__ import annotations
 
@@ -113,8 +114,11 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--stdio", action="store_true", help="accepted for editor clients; stdio is the only transport")
     _command(sub, "acp", "run the Agent Client Protocol agent over stdio (Zed, JetBrains, "
              "CodeCompanion, ...)", ACP_HELP, ACP_EPILOG)
-    from heddle import ask, demo, trust_command
+    from heddle import ask, demo, sessions_command, trust_command
     ask.add_arguments(_command(sub, "ask", "ask the agent from the terminal", ask.DESCRIPTION))
+    sessions_command.add_arguments(_command(
+        sub, "sessions", "list a workspace's sessions, newest first", sessions_command.DESCRIPTION,
+        sessions_command.EPILOG))
     trust_command.add_arguments(_command(
         sub, "trust", "review a workspace's .heddle/settings.toml and trust it", TRUST_HELP))
     demo.add_arguments(_command(sub, "demo", "watch a real multi-step turn on a sample "
@@ -165,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "ask":
         from heddle import ask
         return ask.run(args)
+    if args.command == "sessions":
+        from heddle import sessions_command
+        return sessions_command.run(args)
     if args.command == "trust":
         from heddle import trust_command
         return trust_command.run(args)

@@ -39,7 +39,8 @@ def test_bare_heddle_without_stdio_prints_usage(daemon_env):
 
 @pytest.mark.parametrize("command, says", [
     ("serve", "JSON-RPC"), ("acp", "Agent Client Protocol"), ("ask", "runs one turn"),
-    ("trust", ".heddle/settings.toml"), ("demo", "scripted model server")])
+    ("trust", ".heddle/settings.toml"), ("demo", "scripted model server"),
+    ("sessions", "newest first")])
 def test_each_command_explains_itself_with_help(daemon_env, command, says):
     result = heddle([command, "--help"], daemon_env)
     assert result.returncode == 0 and result.stderr == ""
@@ -130,7 +131,7 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert sent[0]["content"][0]["text"] == "remember 42"
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
-    assert missing.returncode == 1 and "no session" in missing.stderr
+    assert missing.returncode == 2 and "no session id starts with 'ffff" in missing.stderr
     elsewhere = workspace.parent / "elsewhere"
     elsewhere.mkdir()
     third = heddle(["ask", "-w", str(elsewhere), "-s", session_id, "and now?"], daemon_env)

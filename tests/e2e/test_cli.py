@@ -148,9 +148,11 @@ def test_ask_at_its_turn_limit_says_so_in_the_singular(daemon_env, scripted, wor
     assert "[maxTurns · 1 model call ·" in result.stderr
 
 
-def test_ask_with_an_unknown_model_says_what_is_wrong_and_what_to_do(daemon_env, workspace):
+def test_ask_with_an_unknown_model_says_what_is_wrong_and_what_to_do(daemon_env, scripted,
+                                                                     workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}]})
     unknown = ("heddle: the model endpoint does not know the model 'claude-nonesuch' (it "
-               "answered 404 \"model: claude-nonesuch\"): choose a model it serves\n")
+               "answered 404 \"model: claude-nonesuch\"): choose a model it serves: chat\n")
     new = heddle(["ask", "-w", str(workspace), "-m", "claude-nonesuch", "hi"], daemon_env)
     assert new.returncode == 1
     assert new.stderr == unknown + ("heddle: pick another model with -m MODEL (or "

@@ -241,7 +241,9 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
             turn.cancel()
             await asyncio.gather(turn, gone, return_exceptions=True)
         renderer.end_line()
-        if any(result["usage"].values()):  # a turn that never reached the model has no usage
+        # A turn that failed before the model answered (no key, an unknown model) used
+        # nothing: its reason, below, is all there is to say.
+        if not result.get("error") or any(result["usage"].values()):
             summary = clean(turn_summary(result) + f" session {session['sessionId']}")
             dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
             print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)

@@ -118,7 +118,6 @@ async def _listed(workspace: str | None, env: dict[str, str]
     except OSError as exc:
         print(spawn.cannot_start(argv, exc), file=sys.stderr)
         return 1, []
-    daemon.conn.on_notification("window/showMessage", daemon.announced)
     try:
         await daemon.initialize("heddle sessions")
         params = {} if workspace is None else {"workspace": workspace}

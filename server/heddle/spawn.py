@@ -53,6 +53,7 @@ class Daemon:
         self.conn = Connection(proc.stdout, proc.stdin)
         self.stderr = StderrTail(proc.stderr)
         self.errors: list[str] = []
+        self.conn.on_notification("window/showMessage", self.announced)  # a client may widen it
 
     @classmethod
     async def start(cls, argv: list[str], env: dict[str, str]) -> Daemon:
@@ -72,7 +73,7 @@ class Daemon:
         self.conn.notify("initialized", {})
 
     def announced(self, params: dict[str, Any]) -> None:
-        """A `window/showMessage`: an error is kept for `failure`."""
+        """A `window/showMessage`: an error is kept, for `refused` and `lost` to say."""
         if params.get("type") == 1:
             self.errors.append(str(params.get("message")))
 

@@ -260,7 +260,8 @@ class ErrorInfo(Wire):
     code: str
     """Stable classification: `overloaded`, `rateLimited`, `serverError`, `connection`, `timeout`,
     `streamInterrupted`, `promptTooLong`, `invalidRequest`, `authentication`, `permission`,
-    `notFound`, `internal`; `interrupted` in the replay of a turn Heddle stopped during."""
+    `notFound`, `unknownModel` (the endpoint does not serve the model), `internal`;
+    `interrupted` in the replay of a turn Heddle stopped during."""
     message: str
     status: int | None = None
     """HTTP status of the failed model request. Omitted: not an HTTP error."""

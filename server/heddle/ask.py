@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from heddle import secret_env
+from heddle import secret_env, spawn
 from heddle.client import Connection, RpcError
-from heddle.launch import python_command
+from heddle.envvars import no_model_endpoint
+from heddle.sessions_command import WrongSession, resolve, shown_path, wrong_workspace
 from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
                              show_request)
 
@@ -29,16 +29,18 @@ INTERRUPTED = 130
 STDOUT_GONE = 141
 """Exit status when nobody reads the answer any more (a closed pipe): 128 + SIGPIPE, as a
 command killed by SIGPIPE reports."""
-SHUTDOWN_TIMEOUT = 5.0
-STDERR_LINES = 20
-"""Lines of the daemon's stderr kept, to show if it stops without saying why."""
 
+DESCRIPTION = """\
+Ask the agent from the terminal: starts the daemon, runs one turn on the workspace and streams
+it here (the answer on stdout, the rest on stderr). The session is kept: -c continues the
+workspace's latest, -s a given one (`heddle sessions` lists them).
+"""
 EPILOG = """\
 environment:
   ANTHROPIC_API_KEY    key for the model endpoint (never passed on to tool processes)
   ANTHROPIC_BASE_URL   an Anthropic-compatible endpoint (default: Anthropic's API); with it
                        set, ANTHROPIC_API_KEY may be left unset or empty (a local model
-                       server that checks no key)
+                       server that checks no key). With neither set, nothing is started.
   HEDDLE_MODEL         the model when neither -m nor the settings files' model names one
   (README.md lists the others)
 
@@ -48,9 +50,14 @@ pipe, a script), say how to answer: -y allows, --no rejects, --mode acceptEdits 
 
 Ctrl-C cancels the turn; a second Ctrl-C quits at once.
 Exit status: 0 the turn completed, 130 it was cancelled, 2 an empty prompt or a wrong command
-line (a workspace that is not a folder, say), 141 stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything
-else.
+line (a workspace that is not a folder, a session id that names no session or several), 141
+stdout was closed (a pipe whose reader stopped: the turn is cancelled), 1 anything else.
 """
+
+OTHER_MODEL = ("heddle: pick another model with -m MODEL (or HEDDLE_MODEL, or `model` in "
+               "the settings files)")
+OTHER_MODEL_CONTINUED = ("heddle: a continued session keeps its model; to use another one, "
+                         "start a new session (without -c or -s) with -m MODEL")
 
 NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to ask on, so "
                "it was rejected. To answer without asking, run with -y (allow), --no (reject), "
@@ -85,8 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-turns", type=_positive, help="upper bound on model calls")
     p.add_argument("--daemon", help="command that starts the daemon (default: this heddle)")
     resume = p.add_mutually_exclusive_group()
-    resume.add_argument("-s", "--session", help="continue this session (an id from --continue's "
-                        "output or the editor)")
+    resume.add_argument("-s", "--session", metavar="ID",
+                        help="continue this session: its id, or the start of it that `heddle "
+                             "sessions` shows")
     resume.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                         help="continue the most recent session of the workspace")
 
@@ -109,28 +117,6 @@ class CtrlC:
             self.quit.set()
 
 
-class StderrTail:
-    """The last lines the daemon wrote to stderr (read all along, so it never blocks)."""
-
-    def __init__(self, stream: asyncio.StreamReader):
-        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self.task = asyncio.ensure_future(self._read(stream))
-
-    async def _read(self, stream: asyncio.StreamReader) -> None:
-        try:
-            while line := await stream.readline():
-                self.lines.append(line.decode(errors="replace").rstrip())
-        except (ValueError, ConnectionError):  # a line past the stream's limit: stop keeping
-            pass
-
-
-def daemon_command(args: argparse.Namespace) -> list[str]:
-    if args.daemon:
-        import shlex
-        return shlex.split(args.daemon)
-    return python_command("heddle", "serve")
-
-
 async def ask(args: argparse.Namespace, out: TextIO | None = None,
               env: dict[str, str] | None = None) -> int:
     """One turn; `env` is the daemon's environment (default: this process's as it started,
@@ -140,41 +126,38 @@ async def ask(args: argparse.Namespace, out: TextIO | None = None,
     loop.add_signal_handler(signal.SIGINT, ctrl_c.pressed)
     try:
         env = secret_env.environ() if env is None else dict(env)
-        env.setdefault("HEDDLE_LOG_LEVEL", "WARNING")
-        command = daemon_command(args)
+        # Said before a daemon starts, so that no session is kept for a turn that cannot run.
+        # Another daemon command (--daemon) may bring its own environment: it says it itself.
+        if args.daemon is None and (problem := no_model_endpoint(env)):
+            print(f"heddle: {problem}", file=sys.stderr)
+            return 1
+        argv = spawn.command(args.daemon)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-                start_new_session=True)
+            daemon = await spawn.Daemon.start(argv, env)
         except OSError as exc:
-            print(f"heddle: cannot start the daemon ({command[0]}): {exc.strerror or exc}",
-                  file=sys.stderr)
+            print(spawn.cannot_start(argv, exc), file=sys.stderr)
             return 1
         try:
-            return await _with_daemon(args, Stdout(out or sys.stdout), proc, ctrl_c)
+            return await _with_daemon(args, Stdout(out or sys.stdout), daemon, ctrl_c)
         finally:
-            if proc.returncode is None:  # quitting: its reaper kills the tool processes
-                proc.kill()
-                await proc.wait()
+            daemon.kill()  # quitting: its reaper kills the tool processes
+            await daemon.proc.wait()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-async def _with_daemon(args: argparse.Namespace, out: Stdout,
-                       proc: asyncio.subprocess.Process, ctrl_c: CtrlC) -> int:
+async def _with_daemon(args: argparse.Namespace, out: Stdout, daemon: spawn.Daemon,
+                       ctrl_c: CtrlC) -> int:
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
-    conn = Connection(proc.stdout, proc.stdin)
-    stderr = StderrTail(proc.stderr)
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
                         live=out.isatty())
-    talk = asyncio.ensure_future(_talk(args, conn, proc, renderer, ctrl_c, stderr, out))
+    talk = asyncio.ensure_future(_talk(args, daemon, renderer, ctrl_c, out))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:
         await asyncio.wait([talk, quit_], return_when=asyncio.FIRST_COMPLETED)
         if talk.done():
             code = talk.result()
-            stop = asyncio.ensure_future(_stop(conn, proc))
+            stop = asyncio.ensure_future(daemon.stop())
             await asyncio.wait([stop, quit_], return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
             return code
@@ -182,18 +165,18 @@ async def _with_daemon(args: argparse.Namespace, out: Stdout,
         print("heddle: quit", file=sys.stderr)
         return INTERRUPTED
     finally:
-        for task in (talk, quit_, stderr.task):
+        for task in (talk, quit_, daemon.stderr.task):
             task.cancel()
         await asyncio.gather(talk, quit_, return_exceptions=True)
 
 
-async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subprocess.Process,
-                renderer: Renderer, ctrl_c: CtrlC, stderr: StderrTail, out: Stdout) -> int:
+async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Renderer,
+                ctrl_c: CtrlC, out: Stdout) -> int:
+    conn = daemon.conn
     workspace = str(Path(args.workspace).resolve())
     interactive = sys.stdin is not None and sys.stdin.isatty()
     lines = TerminalLines(sys.stdin.fileno()) if interactive else None
     conn.on_notification("turn/event", lambda params: renderer.event(params))
-    errors: list[str] = []  # what the daemon said went wrong (`window/showMessage`, type 1)
     warned: set[str] = set()
 
     def warn(message: str) -> None:
@@ -203,9 +186,8 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             print(f"heddle: warning: {clean(message)}", file=sys.stderr)
 
     def show_message(params: dict[str, Any]) -> None:
-        if params.get("type") == 1:
-            errors.append(str(params.get("message")))
-        elif params.get("type") == 2:  # a warning, such as untrusted project settings
+        daemon.announced(params)
+        if params.get("type") == 2:  # a warning, such as untrusted project settings
             warn(str(params.get("message")))
 
     conn.on_notification("window/showMessage", show_message)
@@ -235,12 +217,9 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
 
     conn.on_request("permission/request", on_permission)
     try:
-        await conn.request("initialize", {
-            "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "heddle ask"},
-            "capabilities": {"experimental": {"heddle": {"permissionRequests": True,
-                                                       "reviewHunks": True}}}})
-        conn.notify("initialized", {})
-        session = await _open_session(conn, args, workspace, renderer)
+        await daemon.initialize("heddle ask", {"experimental": {"heddle": {
+            "permissionRequests": True, "reviewHunks": True}}})
+        session, continued = await _open_session(conn, args, workspace, renderer)
         for message in session.get("warnings", []):  # problems in the settings files, repairs
             warn(message)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
@@ -253,7 +232,7 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             if out.gone.is_set():  # nobody reads the answer: end the turn, say nothing
                 if not turn.done():
                     conn.notify("turn/cancel", {"sessionId": session["sessionId"]})
-                    await asyncio.wait([turn], timeout=SHUTDOWN_TIMEOUT)
+                    await asyncio.wait([turn], timeout=spawn.SHUTDOWN_TIMEOUT)
                 return STDOUT_GONE
             result = turn.result()
         finally:
@@ -262,30 +241,28 @@ async def _talk(args: argparse.Namespace, conn: Connection, proc: asyncio.subpro
             turn.cancel()
             await asyncio.gather(turn, gone, return_exceptions=True)
         renderer.end_line()
-        summary = clean(turn_summary(result) + f" session {session['sessionId']}")
-        dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
-        print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
+        # A turn that failed before the model answered (no key, an unknown model) used
+        # nothing: its reason, below, is all there is to say.
+        if not result.get("error") or any(result["usage"].values()):
+            summary = clean(turn_summary(result) + f" session {session['sessionId']}")
+            dim = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+            print(f"\x1b[2m{summary}\x1b[0m" if dim else summary, file=sys.stderr)
         if result.get("error"):
             print(f"heddle: {clean(result['error']['message'])}", file=sys.stderr)
+            if result["error"]["code"] == "unknownModel":
+                print(OTHER_MODEL_CONTINUED if continued else OTHER_MODEL, file=sys.stderr)
         return EXIT_CODES.get(result["reason"], 1)
+    except WrongSession as exc:
+        print(exc, file=sys.stderr)
+        return 2
     except RpcError as exc:
         renderer.end_line()
-        print(f"heddle: {clean(errors[-1] if errors else exc.message)}", file=sys.stderr)
+        print(daemon.refused(exc), file=sys.stderr)
         return 1
     except ConnectionError:
         renderer.end_line()
-        try:
-            await asyncio.wait_for(asyncio.shield(stderr.task), SHUTDOWN_TIMEOUT)
-            await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
-        except asyncio.TimeoutError:
-            pass
-        if errors:
-            print(f"heddle: {clean(errors[-1])}", file=sys.stderr)
-        else:
-            print(f"heddle: the daemon stopped unexpectedly (exit code {proc.returncode})"
-                  + (":" if stderr.lines else ""), file=sys.stderr)
-            for line in stderr.lines:
-                print(f"  {clean(line)}", file=sys.stderr)
+        for line in await daemon.lost():
+            print(line, file=sys.stderr)
         return 1
 
 
@@ -303,18 +280,21 @@ def turn_summary(result: dict[str, Any]) -> str:
 
 
 async def _open_session(conn: Connection, args: argparse.Namespace, workspace: str,
-                        renderer: Renderer) -> dict[str, Any]:
-    """A new session, or an earlier one brought back (its history is not re-printed)."""
+                        renderer: Renderer) -> tuple[dict[str, Any], bool]:
+    """A new session, or an earlier one brought back (its history is not re-printed); and
+    whether it was brought back."""
     session_id = getattr(args, "session", None)
     if getattr(args, "continue_last", False):
         listed = (await conn.request("session/list", {"workspace": workspace}))["sessions"]
         if not listed:
             raise RpcError(-32010, f"no earlier session in {workspace}")
         session_id = listed[0]["sessionId"]
+    elif session_id is not None:  # an id, or the start of one as `heddle sessions` shows it
+        session_id = await resolve(conn, session_id, workspace)
     if session_id is None:
         return await conn.request("session/new", {
             "workspace": workspace, **({"model": args.model} if args.model else {}),
-            **({"permissionMode": args.mode} if args.mode else {})})
+            **({"permissionMode": args.mode} if args.mode else {})}), False
     printing = renderer.event
     renderer.event = lambda params: None  # the replayed history is not printed again
     try:
@@ -335,26 +315,7 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
     if args.mode and args.mode != loaded["permissionMode"]:
         print(f"heddle: --mode {args.mode} is ignored: a continued session keeps its mode "
               f"({loaded['permissionMode']})", file=sys.stderr)
-    return loaded
-
-
-async def _stop(conn: Connection, proc: asyncio.subprocess.Process) -> None:
-    try:
-        if proc.returncode is None:
-            await asyncio.wait_for(conn.request("shutdown"), SHUTDOWN_TIMEOUT)
-            conn.notify("exit")
-            await asyncio.wait_for(proc.wait(), SHUTDOWN_TIMEOUT)
-    except (asyncio.TimeoutError, RpcError, ConnectionError):
-        pass
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-
-
-def _shown_path(path: str) -> str:
-    """A path as the user typed it, its bytes that are not UTF-8 as `\\xff`."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return loaded, True
 
 
 def _wrong_command_line(args: argparse.Namespace) -> str | None:
@@ -363,19 +324,21 @@ def _wrong_command_line(args: argparse.Namespace) -> str | None:
         return "heddle ask: error: the prompt is empty"
     if args.model is not None and not args.model.strip():  # not "use the default"
         return "heddle ask: error: the model name is empty"
-    workspace = str(Path(args.workspace).resolve())
+    session = getattr(args, "session", None)
+    if session is not None and not session.strip():  # its start would name every session
+        return "heddle ask: error: the session id is empty"
+    wrong = wrong_workspace(str(Path(args.workspace).resolve()))
+    if wrong:
+        return wrong
     # JSON-RPC carries text: a name that is not UTF-8 (the OS hands it over with surrogate
     # escapes) cannot be sent, so say so here rather than fail mid-request.
-    for what, value in (("the workspace path", workspace), ("the prompt", " ".join(args.prompt)),
-                        ("the model name", args.model),
-                        ("the session id", getattr(args, "session", None))):
+    for what, value in (("the prompt", " ".join(args.prompt)), ("the model name", args.model),
+                        ("the session id", session)):
         try:
             (value or "").encode("utf-8")
         except UnicodeEncodeError:
-            return (f"heddle: {what} {_shown_path(value)} is not valid UTF-8, so it cannot be "
+            return (f"heddle: {what} {shown_path(value)} is not valid UTF-8, so it cannot be "
                     "sent to the daemon")
-    if not Path(workspace).is_dir():  # as `heddle trust -w` says it
-        return f"heddle: {workspace} is not a folder"
     return None
 
 

@@ -1,5 +1,6 @@
 """The `heddle` command: serve (the stdio daemon), acp (the Agent Client Protocol door), ask (a
-terminal client), trust (a workspace's settings), demo, version."""
+terminal client), sessions (what ask can continue), trust (a workspace's settings), demo,
+version."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import heddle
 from heddle import secret_env
@@ -60,20 +62,67 @@ def setup_logging(to_file: bool = True) -> str | None:
     return problem
 
 
+SERVE_HELP = """\
+Run the daemon: Language-Server-style JSON-RPC (Content-Length framing) over stdin and stdout,
+for VS Code, Neovim and any other client of protocol/README.md. Editors start it themselves;
+started by hand, it waits for a client on stdin.
+
+The model endpoint comes from the environment (ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for an
+Anthropic-compatible endpoint; README.md lists the other variables). The daemon logs to
+$XDG_STATE_HOME/heddle/heddle.log (HEDDLE_LOG_FILE); stderr gets warnings and errors only.
+"""
+SERVE_EPILOG = """\
+Exit status: 0 when `exit` (or the end of stdin) follows `shutdown`, 1 when either comes
+without it or a setting is bad, 130 after SIGINT, 143 after SIGTERM.
+"""
+ACP_HELP = """\
+Run the Agent Client Protocol agent: newline-delimited JSON-RPC over stdin and stdout, for
+Zed, JetBrains IDEs, CodeCompanion, avante.nvim, Emacs agent-shell and other ACP clients. It
+runs the same core as `heddle serve`: the same sessions, tools, permissions and settings.
+
+Point the editor's agent settings at the command `heddle` with the argument `acp`, and put
+ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL) in the environment it starts it with; docs/acp.md
+has each editor's settings.
+"""
+ACP_EPILOG = ("Exit status: 0 when the client closes stdin, 1 for a bad setting, 130 after "
+              "SIGINT, 143 after SIGTERM.\n")
+TRUST_HELP = """\
+Show what a workspace's .heddle/settings.toml would enable (allow rules, a more permissive
+mode, hooks, MCP servers, secrets passed to tools) and, once you say yes, trust that content.
+Until then Heddle ignores what the file widens; a later change to it needs trusting again.
+"""
+DEMO_HELP = """\
+Watch a real multi-step turn on a sample project: a scripted model server starts on a free
+loopback port, the sample is copied to a temporary folder, and `heddle ask` runs there: read,
+search, an edit behind a permission prompt, a check, the answer. No API key is needed.
+"""
+
+
+def _command(sub: Any, name: str, summary: str, description: str,
+             epilog: str | None = None) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=summary, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="heddle", description=heddle.__doc__)
     p.add_argument("--version", action="version", version=f"heddle {heddle.__version__}")
     p.add_argument("--stdio", action="store_true", help="serve over stdio (same as `heddle serve`)")
     sub = p.add_subparsers(dest="command")
-    serve = sub.add_parser("serve", help="run the daemon over stdio (JSON-RPC, LSP framing)")
+    serve = _command(sub, "serve", "run the daemon over stdio (JSON-RPC, LSP framing)",
+                     SERVE_HELP, SERVE_EPILOG)
     serve.add_argument("--stdio", action="store_true", help="accepted for editor clients; stdio is the only transport")
-    sub.add_parser("acp", help="run the Agent Client Protocol agent over stdio (Zed, JetBrains, "
-                   "CodeCompanion, ...)")
-    from heddle import ask, demo, trust_command
-    ask.add_arguments(sub.add_parser("ask", help="ask the agent from the terminal"))
-    trust_command.add_arguments(sub.add_parser(
-        "trust", help="review a workspace's .heddle/settings.toml and trust it"))
-    demo.add_arguments(sub.add_parser("demo", help="watch a real multi-step turn on a sample project, no API key needed"))
+    _command(sub, "acp", "run the Agent Client Protocol agent over stdio (Zed, JetBrains, "
+             "CodeCompanion, ...)", ACP_HELP, ACP_EPILOG)
+    from heddle import ask, demo, sessions_command, trust_command
+    ask.add_arguments(_command(sub, "ask", "ask the agent from the terminal", ask.DESCRIPTION))
+    sessions_command.add_arguments(_command(
+        sub, "sessions", "list a workspace's sessions, newest first", sessions_command.DESCRIPTION,
+        sessions_command.EPILOG))
+    trust_command.add_arguments(_command(
+        sub, "trust", "review a workspace's .heddle/settings.toml and trust it", TRUST_HELP))
+    demo.add_arguments(_command(sub, "demo", "watch a real multi-step turn on a sample "
+                                "project, no API key needed", DEMO_HELP))
     return p
 
 
@@ -120,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "ask":
         from heddle import ask
         return ask.run(args)
+    if args.command == "sessions":
+        from heddle import sessions_command
+        return sessions_command.run(args)
     if args.command == "trust":
         from heddle import trust_command
         return trust_command.run(args)

@@ -1,5 +1,5 @@
 """Numbers, the log level and URLs from environment variables, with an error that names the
-variable."""
+variable; and whether the environment names a model endpoint at all."""
 
 from __future__ import annotations
 
@@ -54,3 +54,17 @@ def http_url(env: Mapping[str, str], name: str) -> str | None:
     if not ok:
         raise ValueError(f"{name} is not an http(s) URL: {raw!r}")
     return raw
+
+
+NO_ENDPOINT = ("ANTHROPIC_API_KEY is not set: set it to your Anthropic API key, or set "
+               "ANTHROPIC_BASE_URL to an Anthropic-compatible endpoint (one that checks no key "
+               "needs none)")
+
+
+def no_model_endpoint(env: Mapping[str, str]) -> str | None:
+    """Why no model call can be made with this environment (neither a key for Anthropic's API
+    nor another endpoint), or None. The daemon's model client says it at a turn; `heddle ask`
+    says it before it starts a daemon, so that no session is made for a turn that cannot run."""
+    if env.get("ANTHROPIC_API_KEY") or (env.get("ANTHROPIC_BASE_URL") or "").strip():
+        return None
+    return NO_ENDPOINT

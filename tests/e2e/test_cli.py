@@ -37,6 +37,18 @@ def test_bare_heddle_without_stdio_prints_usage(daemon_env):
     assert result.returncode == 2 and "usage: heddle" in result.stderr
 
 
+@pytest.mark.parametrize("command, says", [
+    ("serve", "JSON-RPC"), ("acp", "Agent Client Protocol"), ("ask", "runs one turn"),
+    ("trust", ".heddle/settings.toml"), ("demo", "scripted model server"),
+    ("sessions", "newest first")])
+def test_each_command_explains_itself_with_help(daemon_env, command, says):
+    result = heddle([command, "--help"], daemon_env)
+    assert result.returncode == 0 and result.stderr == ""
+    usage, description = result.stdout.split("\n\n")[:2]
+    assert usage.startswith(f"usage: heddle {command} ") and says in description, result.stdout
+    assert not description.startswith(("options:", "positional arguments:")), result.stdout
+
+
 def test_demo_runs_a_multi_step_turn(daemon_env, shadowed_workspace):
     result = heddle(["demo"], daemon_env, cwd=shadowed_workspace)
     assert result.returncode == 0, result.stderr
@@ -65,7 +77,7 @@ def test_ask_with_no_rejects_and_model_error_exits_nonzero(daemon_env, scripted,
     scripted.add_scenario("down", {"steps": [{"fault": {"status": 401}}]})
     failed = heddle(["ask", "-w", str(workspace), "-m", "down", "hi"], daemon_env)
     assert failed.returncode == 1
-    assert "[modelError" in failed.stderr
+    assert "[modelError" not in failed.stderr  # no usage line: the model answered nothing
     said = failed.stderr.rsplit("heddle: ", 1)[1].strip()
     assert said and (failed.stdout + failed.stderr).count(said) == 1  # once, not the daemon too
 
@@ -119,11 +131,53 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert sent[0]["content"][0]["text"] == "remember 42"
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
-    assert missing.returncode == 1 and "no session" in missing.stderr
+    assert missing.returncode == 2 and "no session id starts with 'ffff" in missing.stderr
     elsewhere = workspace.parent / "elsewhere"
     elsewhere.mkdir()
     third = heddle(["ask", "-w", str(elsewhere), "-s", session_id, "and now?"], daemon_env)
     assert f"heddle: the session works in {workspace}, not {elsewhere}" in third.stderr
+
+
+def test_ask_at_its_turn_limit_says_so_in_the_singular(daemon_env, scripted, workspace):
+    scripted.add_scenario("read", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", "read", "--max-turns", "1", "go"],
+                    daemon_env)
+    assert result.returncode == 1
+    assert "heddle: stopped after 1 model call\n" in result.stderr, result.stderr
+    assert "[maxTurns · 1 model call ·" in result.stderr
+
+
+def test_ask_with_an_unknown_model_says_what_is_wrong_and_what_to_do(daemon_env, scripted,
+                                                                     workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}]})
+    unknown = ("heddle: the model endpoint does not know the model 'claude-nonesuch' (it "
+               "answered 404 \"model: claude-nonesuch\"): choose a model it serves: chat\n")
+    new = heddle(["ask", "-w", str(workspace), "-m", "claude-nonesuch", "hi"], daemon_env)
+    assert new.returncode == 1
+    assert new.stderr == unknown + ("heddle: pick another model with -m MODEL (or "
+                                    "HEDDLE_MODEL, or `model` in the settings files)\n")
+    again = heddle(["ask", "-w", str(workspace), "-c", "hi"], daemon_env)
+    assert again.returncode == 1
+    assert again.stderr.endswith(unknown + (
+        "heddle: a continued session keeps its model; to use another one, start a new session "
+        "(without -c or -s) with -m MODEL\n")), again.stderr
+
+
+def test_ask_without_a_key_or_an_endpoint_says_so_first_and_keeps_no_session(daemon_env,
+                                                                              workspace):
+    env = {k: v for k, v in daemon_env.items() if not k.startswith("ANTHROPIC_")}
+    said = ("heddle: ANTHROPIC_API_KEY is not set: set it to your Anthropic API key, or set "
+            "ANTHROPIC_BASE_URL to an Anthropic-compatible endpoint (one that checks no key "
+            "needs none)\n")
+    result = heddle(["ask", "-w", str(workspace), "hi"], env)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", said)
+    sessions = Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions"
+    assert not sessions.exists() or list(sessions.iterdir()) == []
+    # a daemon of its own (--daemon) says it at the turn: the reason, and no usage line
+    daemon = f"{shlex.quote(sys.executable)} -I -m heddle serve"
+    result = heddle(["ask", "-w", str(workspace), "--daemon", daemon, "hi"], env)
+    assert (result.returncode, result.stderr) == (1, said)
 
 
 def test_ask_refuses_an_empty_prompt_and_a_turn_limit_below_one(daemon_env, workspace):

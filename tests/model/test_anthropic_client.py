@@ -99,6 +99,7 @@ async def test_retries_are_bounded(scripted):
     ({"status": 413}, "promptTooLong"),
     ({"status": 401}, "authentication"),
     ({"status": 400}, "invalidRequest"),
+    ({"status": 404}, "notFound"),  # not about the model: its message is not `model: NAME`
 ])
 async def test_non_retryable_errors(scripted, fault, code):
     scripted.add_scenario("s", {"steps": [{"fault": fault}, HELLO]})
@@ -172,6 +173,22 @@ async def test_an_unknown_host_is_named_with_the_resolvers_reason():
     assert err.value.info.message.startswith(
         "cannot connect to http://heddle-test.invalid:8080 (")
     assert "ssl:default" not in err.value.info.message
+
+
+async def test_a_model_the_endpoint_does_not_know_is_named_with_those_it_serves(scripted):
+    unknown = ("the model endpoint does not know the model 'claude-nonesuch' (it answered 404 "
+               "\"model: claude-nonesuch\"): choose a model it serves")
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted), "claude-nonesuch")
+    assert err.value.info.message == unknown  # it serves none: nothing to list
+    for name in ("b-model", "a-model"):
+        scripted.add_scenario(name, {"steps": [HELLO]})
+    with pytest.raises(ModelError) as err:
+        await collect(model(scripted), "claude-nonesuch")
+    assert err.value.info.code == "unknownModel" and err.value.info.status == 404
+    assert err.value.info.message == unknown + ": a-model, b-model"
+    assert not err.value.info.retryable
+    assert [r.path for r in scripted.requests] == ["/v1/messages", "/v1/models"] * 2
 
 
 async def test_no_key_and_no_endpoint_is_a_clear_error():

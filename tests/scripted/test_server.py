@@ -45,11 +45,20 @@ def _post(body: bytes, path: str = "/v1/messages", extra: str = "") -> bytes:
 
 
 async def test_unknown_path_is_a_404_in_the_api_error_shape(server: ScriptedServer):
-    [(status, headers, body)] = await _exchange(server, b"GET /v1/models HTTP/1.1\r\n\r\n")
+    [(status, headers, body)] = await _exchange(server, b"GET /v1/files HTTP/1.1\r\n\r\n")
     assert status == 404 and headers["content-type"] == "application/json"
     error = json.loads(body)
     assert error["type"] == "error" and error["error"]["type"] == "not_found_error"
-    assert "/v1/models" in error["error"]["message"]
+    assert "/v1/files" in error["error"]["message"]
+
+
+async def test_the_models_it_serves_are_its_scenarios(server: ScriptedServer, client):
+    assert (await client.models.list()).data == []
+    for name in ("s", "a"):
+        server.add_scenario(name, {"steps": [text_step("ok")]})
+    page = await client.models.list(limit=1)  # one page, whatever the limit
+    assert [m.id for m in page.data] == ["a", "s"] and not page.has_more
+    assert [r.path for r in server.requests] == ["/v1/models"] * 2
 
 
 async def test_keep_alive_malformed_json_and_chunked_bodies(server: ScriptedServer):

@@ -15,6 +15,7 @@ from heddle.core.events import ErrorInfo, TerminalReason
 from heddle.core.messages import to_api
 from heddle.loop.params import LoopConfig
 from heddle.loop.state import LoopState
+from heddle.words import plural
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 OUTPUT_LIMIT_NUDGE = ("Output token limit hit. Resume directly where you stopped - no apology, "
@@ -37,7 +38,7 @@ def guard(config: LoopConfig, state: LoopState) -> tuple[TerminalReason, ErrorIn
     budget spent; None: it may go on."""
     if state.turn_count >= config.max_turns:
         return TerminalReason.MAX_TURNS, ErrorInfo(
-            "maxTurns", f"stopped after {config.max_turns} model calls")
+            "maxTurns", f"stopped after {plural(config.max_turns, 'model call')}")
     spent = state.usage.prompt_tokens + state.usage.output_tokens
     if config.task_budget and spent >= config.task_budget:
         return TerminalReason.TOKEN_BUDGET, ErrorInfo(

@@ -26,7 +26,7 @@ from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, ToolUseBlock
 from heddle.core.stream import (Billed, ModelError, ModelRequest, Restart, StreamEnd,
                                 StreamEvent)
-from heddle.envvars import http_url, number
+from heddle.envvars import NO_ENDPOINT, http_url, number
 from heddle.model import caching
 from heddle.model.errors import classify
 from heddle.model.reader import BodyReader
@@ -105,10 +105,7 @@ class AnthropicModel:
         if self._client is None:
             anthropic = await import_sdk()
             if self._no_endpoint():
-                raise ModelError(ErrorInfo(
-                    "authentication",
-                    "ANTHROPIC_API_KEY is not set (or set ANTHROPIC_BASE_URL to an "
-                    "Anthropic-compatible endpoint)"))
+                raise ModelError(ErrorInfo("authentication", NO_ENDPOINT))
             async with self._client_lock:
                 if self._client is None:
                     # 90-100 ms, most of it the TLS context: not on the event loop.
@@ -162,6 +159,8 @@ class AnthropicModel:
             except Exception as exc:  # every failure of the call is classified here
                 spent += assembler.usage()
                 info = classify(exc)
+                if info.code == "unknownModel":
+                    info = await served_models(client, info)
                 log.warning("model call failed (attempt %d): %s", attempt + 1, info.message)
                 retry_after = parse_retry_after(getattr(getattr(exc, "response", None),
                                                         "headers", None))
@@ -209,6 +208,29 @@ class AnthropicModel:
             with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                 await response.aclose()
         yield assembler.end(calls)
+
+
+MODELS_SHOWN = 20
+MODELS_TIMEOUT = 5.0
+"""Seconds the endpoint gets to list its models after it refused one."""
+
+
+async def served_models(client, info: ErrorInfo) -> ErrorInfo:
+    """`info` (an unknown model) naming the models the endpoint serves, when it lists them
+    (`GET /v1/models`) within MODELS_TIMEOUT; else `info` as it is: an endpoint without that
+    list (many compatible ones) still gets the error it caused."""
+    try:
+        with anyio.fail_after(MODELS_TIMEOUT):
+            page = await client.models.list(limit=100)
+        names = [model.id for model in page.data]
+    except Exception as exc:  # any failure: the refusal is what matters, said as it is
+        log.info("the model endpoint did not list its models: %s", exc)
+        return info
+    if not names:
+        return info
+    shown = ", ".join(names[:MODELS_SHOWN]) + (
+        f" and {len(names) - MODELS_SHOWN} more" if len(names) > MODELS_SHOWN else "")
+    return msgspec.structs.replace(info, message=f"{info.message}: {shown}")
 
 
 def _body_chunks(response) -> AsyncIterator[bytes]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 
 from heddle.core.events import ErrorInfo
@@ -25,8 +26,24 @@ _BY_STATUS = {
 }
 
 
+_UNKNOWN_MODEL = re.compile(r"model: (\S.*)")
+"""What Anthropic's API (and the scripted server) answers, 404 `not_found_error`, for a model
+it does not serve: the bare `model: NAME`."""
+
+
 def is_prompt_too_long(message: str) -> bool:
     return "prompt is too long" in message.lower()
+
+
+def unknown_model(status: int, message: str) -> ErrorInfo | None:
+    """The endpoint's answer to a model it does not serve, said so that it can be acted on;
+    None for any other answer."""
+    named = _UNKNOWN_MODEL.fullmatch(message.strip())
+    if status != 404 or named is None:
+        return None
+    return ErrorInfo("unknownModel", f"the model endpoint does not know the model "
+                     f"{named[1]!r} (it answered 404 \"{message.strip()}\"): choose a model it "
+                     "serves", status, False)
 
 
 def classify(exc: BaseException) -> ErrorInfo:
@@ -39,6 +56,8 @@ def classify(exc: BaseException) -> ErrorInfo:
         status = exc.status_code
         if is_prompt_too_long(message):
             return ErrorInfo("promptTooLong", message, status, False)
+        if (unknown := unknown_model(status, message)) is not None:
+            return unknown
         if status == 200 or exc.type in _BY_TYPE and status not in _BY_STATUS:
             # An `error` event inside a 200 stream: only the error type tells what happened.
             code, retryable = _BY_TYPE.get(exc.type or "", ("serverError", True))

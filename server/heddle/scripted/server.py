@@ -260,11 +260,26 @@ class ScriptedServer:
                                                   time.monotonic(), path, cache,
                                                   context_management))
 
+    async def _models(self, request: Request, request_id: str,
+                      writer: asyncio.StreamWriter) -> bool:
+        """`GET /v1/models`: the scenarios, as the models this endpoint serves, in one page."""
+        with self._lock:
+            names = sorted(self._scenarios)
+        self._record(None, None, None, request.headers, 200, request.path)
+        models = [{"type": "model", "id": name, "display_name": name,
+                   "created_at": "2025-01-01T00:00:00Z"} for name in names]
+        return await send_json(writer, 200, {
+            "data": models, "has_more": False, "first_id": names[0] if names else None,
+            "last_id": names[-1] if names else None}, request_id=request_id,
+            keep_alive=request.keep_alive)
+
     async def _route(self, request: Request, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> bool:
         known = request.path in ("/v1/messages", "/v1/messages/count_tokens")
         request_id = self._request_id()
         keep = request.keep_alive
+        if request.path == "/v1/models" and request.method == "GET":
+            return await self._models(request, request_id, writer)
 
         async def reject(status: int, message: str, scenario: str | None = None,
                          step: int | None = None, body: Any = None) -> bool:

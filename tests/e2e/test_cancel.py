@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import signal
 import time
 from pathlib import Path
 
@@ -114,6 +117,44 @@ async def test_cancel_request_during_a_tool_cancels_the_turn(client, scripted, w
     assert finished["status"] == "cancelled"
     follow = await client.call("turn/start", {"sessionId": sid, "prompt": "and now?"})
     assert follow["reason"] == "completed"
+
+
+GROUPS = {  # commands whose process group outlives a plain SIGTERM to it, or its leader
+    # the leader waits; a sleeper ignores SIGTERM, another was orphaned by its subshell
+    "leader waits": "sleep 30 & echo $! > 1.pid; (trap '' TERM; exec sleep 30) & echo $! > 2.pid;"
+                    " (sleep 30 & echo $! > 3.pid); echo $$ > leader.pid; echo started; wait",
+    # the leader has exited; the orphaned sleepers keep the call's output open
+    "leader gone": "(sleep 30 & echo $! > 1.pid); (trap '' TERM; exec sleep 30) & echo $! > 2.pid;"
+                   " echo $$ > leader.pid; echo started",
+    # the leader and all it starts ignore SIGTERM: SIGKILL after the grace period
+    "all ignore TERM": "trap '' TERM; sleep 30 & echo $! > 1.pid; (sleep 30 & echo $! > 2.pid);"
+                       " echo $$ > leader.pid; echo started; wait",
+}
+
+
+@pytest.mark.parametrize("command", list(GROUPS.values()), ids=list(GROUPS))
+async def test_a_cancelled_turn_resolves_once_no_process_of_its_command_runs(
+        command, client, scripted, workspace):
+    scripted.add_scenario("t", {"steps": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        AFTER]})
+    sid = await new_session(client, workspace, "t", permissionMode="bypassPermissions")
+    turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
+    leader = int(await wait_for_file(workspace / "leader.pid"))
+    pids = [leader] + [int(await wait_for_file(workspace / name))
+                       for name in re.findall(r"\b\d\.pid", command)]  # the sleepers
+    try:
+        if "wait" not in command:
+            assert await all_dead([leader], within=10)  # the leader is gone before the cancel
+        assert all(alive(p) for p in pids[1:])
+        client.protocol.notify("turn/cancel", {"sessionId": sid})
+        result = await asyncio.wait_for(turn, 15)
+        running = [p for p in pids if alive(p)]  # at once: the turn waited for them
+        assert (result["reason"], result["cancelPhase"], running) == ("cancelled", "tools", [])
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def test_turn_cancel_for_another_turn_leaves_the_running_turn_alone(client, scripted,

@@ -5,6 +5,7 @@ transcript and none repairs a turn the other still runs."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,28 @@ async def test_a_load_waits_a_moment_for_the_process_that_lets_the_session_go(
     assert (await loading)["turns"] == 1
     assert (await new.call("turn/start", {"sessionId": sid, "prompt": "on"},
                            timeout=40))["reason"] == "completed"
+
+
+async def test_an_unknown_session_is_refused_at_once_while_a_held_one_waits(
+        daemons, scripted, workspace, daemon_env):
+    scripted.add_scenario("held", {"steps": [DONE]})
+    one, two = await daemons(), await daemons()
+    sid = (await one.call("session/new", {"workspace": str(workspace), "model": "held"}))[
+        "sessionId"]
+    await one.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=40)
+    log = Path(daemon_env["HEDDLE_LOG_FILE"])
+    waiting = f"waiting for another process to release session {sid}"
+    assert waiting not in log.read_text()
+    held = asyncio.ensure_future(two.call("session/load", {"sessionId": sid}))
+    while waiting not in log.read_text():  # the load waits for `one` to let the session go
+        assert not held.done()
+        await asyncio.sleep(0.02)
+
+    unknown = "0" * 32
+    with pytest.raises(RpcError) as err:
+        await two.call("session/load", {"sessionId": unknown})
+    assert err.value.code == -32010 and f"no session '{unknown}'" in str(err.value)
+    assert not held.done()  # answered while the held one is still waiting: no wait of its own
+    assert f"release session {unknown}" not in log.read_text()
+    await one.stop()
+    assert (await held)["turns"] == 1

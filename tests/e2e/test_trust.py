@@ -215,3 +215,36 @@ def test_heddle_trust_says_a_settings_file_that_is_not_toml_has_nothing_to_trust
     assert result.stderr == (f"heddle: {settings} is not valid TOML (Expected ']' at the end of "
                              "a table declaration (at line 1, column 13)): there is nothing to "
                              "trust until it is fixed\n")
+
+
+async def test_a_rule_saved_into_a_file_changed_since_its_trust_does_not_trust_the_change(
+        client, scripted, workspace):
+    # trusted as it was; then someone else changes it, and the user saves an "always allow"
+    # rule into it: the record for this workspace exists, but it is for the old content
+    settings = write_settings(workspace / ".heddle/settings.toml",
+                              '[permissions]\nallow = ["Bash(echo:*)"]\n')
+    await client.call("workspace/trust", {"workspace": str(workspace)})
+    scripted.add_scenario("save", steps(tool("Bash", command="ls")))
+    sid = await new_session(client, workspace, "save")
+    assert "untrustedSettings" not in await client.call("session/new",
+                                                        {"workspace": str(workspace)})
+    settings.write_text('[permissions]\nallow = ["Bash(echo:*)", "Bash(touch:*)"]\n'
+                        '\n[[hooks.PreToolUse]]\ncommand = "touch hooked"\n')
+    client.answer = lambda params: {"decision": "allowAlways", "rule": "Bash(ls:*)",
+                                    "scope": "project"}
+    await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    answered = client.turn_events("permissionAnswered")[0]
+    assert (answered["rule"], answered["scope"]) == ("Bash(ls:*)", "project")
+    assert "Bash(ls:*)" in settings.read_text()  # saved through the rule path
+
+    scripted.add_scenario("after", steps(tool("Bash", command="touch bashed")))
+    client.answer = lambda params: {"decision": "reject"}
+    opened = await client.call("session/new", {"workspace": str(workspace), "model": "after"})
+    assert opened["untrustedSettings"]["ignored"] == [
+        "allow rule Bash(echo:*)", "allow rule Bash(touch:*)", "allow rule Bash(ls:*)",
+        "PreToolUse hook `touch hooked`"]
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+    assert statuses(client)[-1] == "rejected"
+    assert not (workspace / "hooked").exists() and not (workspace / "bashed").exists()
+    review = await client.call("workspace/trust", {"workspace": str(workspace), "dryRun": True})
+    assert review.get("trusted", True) is False

@@ -69,6 +69,31 @@ def test_thinking_blocks_never_carry_a_breakpoint_and_stripped_thinking_gets_one
     # the API strips the thinking of the first turn: mark just before it (the first prompt)
     assert message_breakpoints(convo) == [(0, 0), (2, 0), (4, 0)]
     assert check_cache_control(body(convo)) is None
+    said_first = (user_text("Fix the bug"),
+                  Message("assistant", (TextBlock("Looking."), ThinkingBlock("where?", "sig"),
+                                        TextBlock("Fixed."))),
+                  user_text("And now?"))
+    assert message_breakpoints(said_first) == [(0, 0), (1, 0), (2, 0)]  # the text before it
+
+
+def test_a_position_found_twice_is_marked_once():
+    # the previous prompt ended just before the thinking the API now strips: one breakpoint
+    convo = (user_text("Fix the bug"),
+             Message("assistant", (ThinkingBlock("where?", "sig"), TextBlock("Fixed."))),
+             user_text("And now?"))
+    assert message_breakpoints(convo) == [(0, 0), (2, 0)]
+    assert markers(body(convo)) == ["system.0", "messages.0.content.0", "messages.2.content.0"]
+
+
+def test_the_lookback_never_marks_a_thinking_block_nor_reaches_past_an_earlier_breakpoint():
+    ids = [f"t{i}" for i in range(10)]  # 20 blocks before the newest is the thinking block
+    convo = (user_text("Read them all"), reads(*ids, thinking=True), results(*ids))
+    assert message_breakpoints(convo) == [(0, 0), (2, 9)]
+    assert check_cache_control(body(convo)) is None
+    pasted = (Message("user", tuple(TextBlock(f"part {i}") for i in range(25))),
+              answer("Read."), user_text("Now fix it"))
+    # the previous prompt is 2 blocks back: a block further back would be found anyway
+    assert message_breakpoints(pasted) == [(0, 24), (2, 0)]
 
 
 def test_never_more_than_four_and_a_long_gap_gets_an_intermediate_breakpoint():

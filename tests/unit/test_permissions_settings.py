@@ -11,7 +11,8 @@ import pytest
 
 from heddle.permissions.policy import PermissionPolicy, SettingsWriteError
 from heddle.permissions.store import add_rule, dump, remove_rule
-from heddle.permissions.trust import TrustMismatch, trust_project
+from heddle.permissions.trust import (TrustMismatch, review_project, rewrite_project,
+                                      trust_project)
 from heddle.rules import Rule
 from heddle.model.limits import ModelLimits, model_limits
 from heddle.settings import (HookCommand, HookSettings, ModelLimitSettings, Settings,
@@ -276,6 +277,37 @@ def test_rules_the_user_saves_keep_a_trusted_file_trusted(env, ws):
     again = load_settings(ws, env)
     assert again.untrusted is None
     assert again.settings.permissions.allow == ["Bash(ls:*)", "Bash(pytest:*)"]
+
+
+def test_a_change_someone_else_makes_while_a_rule_is_saved_is_not_trusted_with_it(env, ws):
+    path = project_settings_path(ws)
+    hook = '\n[[hooks.Stop]]\ncommand = "touch stopped"\n'
+
+    def someone_else():  # another process, in the moment the user's rule is saved
+        write(path, path.read_text() + hook)
+
+    def before_the_write():
+        someone_else()
+        return add_rule(path, "allow", "Bash(ls:*)")
+
+    def after_the_write():
+        saved = add_rule(path, "allow", "Bash(ls:*)")
+        someone_else()
+        return saved
+
+    def with_the_rule_already_there():
+        write(path, '[permissions]\nallow = ["Bash(make:*)", "Bash(ls:*)"]\n' + hook)
+        return add_rule(path, "allow", "Bash(ls:*)")
+
+    for race in (before_the_write, after_the_write, with_the_rule_already_there):
+        write(path, '[permissions]\nallow = ["Bash(make:*)"]\n')
+        trust_project(ws, environ=env)
+        rewrite_project(load_settings(ws, env).files, race)
+        loaded = load_settings(ws, env)
+        assert loaded.untrusted is not None, race.__name__
+        assert loaded.untrusted.ignored == ["allow rule Bash(make:*)", "allow rule Bash(ls:*)",
+                                            "Stop hook `touch stopped`"], race.__name__
+        assert not review_project(ws, env).trusted
 
 
 def test_model_limits_merge_per_key_and_a_bad_value_is_ignored_alone(env, ws):

@@ -9,8 +9,8 @@ import time
 
 from heddle.frames import Decoder, encode as frame
 from heddle.rpc.framing import FdReader
-from heddle.rpc.transport import (HIGH_WATER, LOW_WATER, MAX_BACKLOG, READ_PAUSE, Pressure,
-                                  StdioTransport)
+from heddle.rpc.transport import (HANGUP_POLL, HIGH_WATER, LOW_WATER, MAX_BACKLOG, MAX_WRITE,
+                                  READ_PAUSE, READ_RESUME, Pressure, StdioTransport)
 
 
 class Client:
@@ -176,9 +176,9 @@ async def test_any_binary_output_works():
 
 class Sender:
     """The editor's end of the daemon's stdin: a thread that writes `count` messages, each
-    write blocking while the pipe is full, then closes it."""
+    write blocking while the pipe is full, then closes it (unless told to keep it open)."""
 
-    def __init__(self, fd: int, message: bytes, count: int):
+    def __init__(self, fd: int, message: bytes, count: int, close: bool = True):
         self.sent = 0
         self.done = threading.Event()
 
@@ -188,7 +188,8 @@ class Sender:
                 while view:
                     view = view[os.write(fd, view):]
                 self.sent += 1
-            os.close(fd)
+            if close:
+                os.close(fd)
             self.done.set()
         threading.Thread(target=run, daemon=True).start()
 
@@ -282,3 +283,121 @@ async def test_messages_kept_elsewhere_count_until_released():
     transport.hold(-len(kept))  # handed over: reading goes on
     await wait_until(lambda: sender.done.is_set() and len(kept) == 2 * MAX_BACKLOG)
     transport.close()
+
+
+class GatedStdout:
+    """The daemon's stdout, written one write() at a time when the test lets it: each write
+    waits for a `release`, so the bytes still queued for the client step down as the test says."""
+
+    def __init__(self):
+        self.writes: list[int] = []
+        self._permits = threading.Semaphore(0)
+
+    def write(self, data: bytes) -> int:
+        self.writes.append(len(data))
+        self._permits.acquire()
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def release(self, n: int = 1) -> None:
+        for _ in range(n):
+            self._permits.release()
+
+
+def gated(loop, delivered):
+    in_r, in_w = os.pipe()
+    stdout = GatedStdout()
+    transport = StdioTransport(FdReader(in_r), stdout, loop, delivered.append, lambda why: None,
+                               pressure=Pressure())
+    transport.start()
+    return transport, stdout, in_w
+
+
+async def stays_paused(transport, delivered, count):
+    """Long enough for the paused reader to look again (it looks at every write and every
+    HANGUP_POLL), it still has not read past message `count`."""
+    await asyncio.sleep(3 * HANGUP_POLL)
+    assert transport.paused and len(delivered) == count
+
+
+BIG = MAX_WRITE  # a write of MAX_WRITE bytes is written alone, never batched with the next
+
+
+async def test_stdin_pauses_above_read_pause_bytes_and_resumes_at_read_resume():
+    loop = asyncio.get_running_loop()
+    for last, resumes in ((BIG + 1, False), (BIG, True)):
+        # queued for the client: 3 * BIG, then `last`, then BIG; 1 MiB and more in all
+        delivered = []
+        transport, stdout, in_w = gated(loop, delivered)
+        for size in (BIG, BIG, BIG, last, BIG):
+            transport.write(b"x" * size)
+        assert transport.buffered == 4 * BIG + last > READ_PAUSE
+        os.write(in_w, frame(b"1") + frame(b"2"))
+        await wait_until(lambda: transport.paused)
+        assert delivered == [1] and transport.pauses == 1
+
+        stdout.release(2)  # READ_PAUSE + (last - BIG), then READ_RESUME + BIG + (last - BIG)
+        await wait_until(lambda: transport.buffered == 2 * BIG + last)
+        await stays_paused(transport, delivered, 1)
+        stdout.release()
+        await wait_until(lambda: transport.buffered == BIG + last)
+        if resumes:  # exactly READ_RESUME left: reading goes on
+            assert transport.buffered == READ_RESUME
+            await wait_until(lambda: delivered == [1, 2])
+        else:  # one byte more: still paused, until the client takes the next write
+            assert transport.buffered == READ_RESUME + 1
+            await stays_paused(transport, delivered, 1)
+            stdout.release()
+            await wait_until(lambda: delivered == [1, 2])
+        assert not transport.paused and transport.pauses == 1
+        stdout.release(10)
+        transport.close(timeout=5)
+        os.close(in_w)
+
+
+async def test_stdin_is_read_at_read_pause_bytes_and_not_one_byte_above():
+    loop = asyncio.get_running_loop()
+    delivered = []
+    transport, stdout, in_w = gated(loop, delivered)
+    for _ in range(4):
+        transport.write(b"x" * BIG)
+    assert transport.buffered == READ_PAUSE
+    os.write(in_w, frame(b"1") + frame(b"2"))
+    await wait_until(lambda: delivered == [1, 2])
+    assert not transport.paused and transport.pauses == 0
+    transport.write(b"x")
+    os.write(in_w, frame(b"3") + frame(b"4"))
+    await wait_until(lambda: transport.paused)
+    assert delivered == [1, 2, 3] and transport.pauses == 1
+    stdout.release(10)
+    transport.close(timeout=5)
+    os.close(in_w)
+
+
+async def test_a_reader_paused_for_its_backlog_resumes_at_half_of_it():
+    loop = asyncio.get_running_loop()
+    in_r, in_w = os.pipe()
+    kept = []
+
+    def keep(message):
+        kept.append(message)
+        transport.hold(1)
+
+    transport = StdioTransport(FdReader(in_r), open(os.devnull, "wb"), loop, keep,
+                               lambda why: None, pressure=Pressure())
+    transport.start()
+    sender = Sender(in_w, frame(b"1"), 2 * MAX_BACKLOG, close=False)  # open: no hang-up
+    await wait_until(lambda: transport.paused)
+    assert len(kept) == MAX_BACKLOG + 1
+    transport.hold(-(MAX_BACKLOG // 2))  # MAX_BACKLOG // 2 + 1 still wait
+    await stays_paused(transport, kept, MAX_BACKLOG + 1)
+    transport.hold(-1)  # half of MAX_BACKLOG: reading goes on, up to the limit again
+    await wait_until(lambda: transport.backlog == MAX_BACKLOG + 1)
+    await stays_paused(transport, kept, MAX_BACKLOG + 1 + MAX_BACKLOG // 2 + 1)
+    assert transport.pauses == 0  # it paused for the backlog, never for the bytes
+    transport.hold(-len(kept))
+    await wait_until(lambda: sender.done.is_set() and len(kept) == 2 * MAX_BACKLOG)
+    transport.close()
+    os.close(in_w)

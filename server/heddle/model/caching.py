@@ -64,10 +64,9 @@ def _before_stripped_thinking(messages: tuple[Message, ...]) -> Position | None:
         if message.role != "assistant":
             continue
         for m, block in enumerate(message.content):
-            if isinstance(block, THINKING_TYPES):
-                for k in range(m - 1, -1, -1):
-                    if not isinstance(message.content[k], THINKING_TYPES):
-                        return n, k
+            if isinstance(block, THINKING_TYPES):  # the first one: no block before it is
+                if m > 0:
+                    return n, m - 1
                 return _last_markable(messages, n - 1) if n > 0 else None
     return None
 

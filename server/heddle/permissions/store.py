@@ -11,6 +11,7 @@ says why.
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +23,32 @@ class SettingsWriteError(Exception):
     """The rule could not be saved; the message says why."""
 
 
-def add_rule(path: Path, kind: RuleKind, rule: str) -> bool:
-    """Append `rule` to `permissions.<kind>` in `path`; False if it was there already."""
+@dataclass(frozen=True)
+class Saved:
+    """A rule change written to a settings file."""
+
+    edited: dict[str, Any]
+    """The settings the change was made to, as read (the file missing: {})."""
+    written: bytes
+    """The file's content written."""
+
+
+def add_rule(path: Path, kind: RuleKind, rule: str) -> Saved | None:
+    """Append `rule` to `permissions.<kind>` in `path`; None if it was there already."""
     text, data = _read(path)
     rules = _rules(path, data, kind)
     if rule in rules:
-        return False
-    _write(path, text, data, kind, rules + [rule])
-    return True
+        return None
+    return Saved(data, _write(path, text, data, kind, rules + [rule]))
 
 
-def remove_rule(path: Path, kind: RuleKind, rule: str) -> bool:
-    """Remove `rule` from `permissions.<kind>` in `path`; False if it was not there."""
+def remove_rule(path: Path, kind: RuleKind, rule: str) -> Saved | None:
+    """Remove `rule` from `permissions.<kind>` in `path`; None if it was not there."""
     text, data = _read(path)
     rules = _rules(path, data, kind)
     if rule not in rules:
-        return False
-    _write(path, text, data, kind, [r for r in rules if r != rule])
-    return True
+        return None
+    return Saved(data, _write(path, text, data, kind, [r for r in rules if r != rule]))
 
 
 def _read(path: Path) -> tuple[str, dict[str, Any]]:
@@ -68,7 +77,7 @@ def _rules(path: Path, data: dict[str, Any], kind: str) -> list[Any]:
     return rules
 
 
-def _write(path: Path, text: str, data: dict[str, Any], kind: str, rules: list[Any]) -> None:
+def _write(path: Path, text: str, data: dict[str, Any], kind: str, rules: list[Any]) -> bytes:
     import tomlkit  # imported at the first settings write, not at daemon start
 
     expected = {**data, "permissions": {**data.get("permissions", {}), kind: rules}}
@@ -80,10 +89,12 @@ def _write(path: Path, text: str, data: dict[str, Any], kind: str, rules: list[A
         ok = False
     if not ok:
         new = dump(expected)
+    written = new.encode("utf-8")
     try:  # a settings file kept in a dotfiles repository (a symlink) stays a link
-        write_atomic(path, new, follow_symlinks=True)
+        write_atomic(path, written, follow_symlinks=True)
     except OSError as exc:
         raise SettingsWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return written
 
 
 def _edited(tomlkit: Any, text: str, kind: str, rules: list[Any]) -> str:

@@ -8,11 +8,13 @@ in `heddle.trust_store`.
 from __future__ import annotations
 
 import logging
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping
 
 from heddle import trust_store
+from heddle.permissions.store import Saved
 from heddle.settings import (SettingsFiles, parse_settings, project_settings_path, read_bytes,
                              read_file, user_settings_path, widening)
 
@@ -65,21 +67,28 @@ def trust_project(workspace: Path, sha256: str | None = None,
     return ProjectTrust(review.file, review.sha256, review.enables, True)
 
 
-T = TypeVar("T")
-
-
-def rewrite_project(files: SettingsFiles, write: Callable[[], T]) -> T:
-    """Run `write`, which changes the project settings file on the user's word (a rule they
-    saved), and keep the file trusted if all of it applied before."""
+def rewrite_project(files: SettingsFiles, write: Callable[[], Saved | None]) -> Saved | None:
+    """Run `write`, which changes a rule in the project settings file on the user's word, and
+    keep the file trusted if all of it applied before: trust goes to the content written, if
+    it was made from the settings that were trusted. A change someone else made meanwhile,
+    before the write or after it, is not trusted with it."""
     if files.project is None:
         return write()
     workspace = files.project.parent.parent
-    before = _review(files, workspace, read_bytes(files.project, []))
-    result = write()
-    after = read_bytes(files.project, [])
-    if before.trusted and after is not None:
+    data = read_bytes(files.project, [])
+    before = _review(files, workspace, data)
+    saved = write()
+    if saved is not None and before.trusted and _settings(data) == saved.edited:
         try:
-            trust_store.record(files.trust, workspace, trust_store.digest(after))
+            trust_store.record(files.trust, workspace, trust_store.digest(saved.written))
         except trust_store.TrustWriteError as exc:  # the rule is saved; the next session warns
             log.warning("%s stays untrusted: %s", files.project, exc)
-    return result
+    return saved
+
+
+def _settings(data: bytes | None) -> dict[str, Any] | None:
+    """The TOML data of a settings file's content (none: {}); None if it is not TOML."""
+    try:
+        return {} if data is None else tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None

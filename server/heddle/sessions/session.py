@@ -302,6 +302,10 @@ class SessionRegistry:
         if live is not None or self.directory is None or not SESSION_ID.fullmatch(session_id):
             return
         path = self.directory / f"{session_id}.jsonl"
+        if not held_elsewhere(path):  # free, or no such session: the load answers at once
+            return
+        log.info("waiting for another process to release session %s (at most %g s)",
+                 session_id, HANDOVER_WAIT)
         with anyio.move_on_after(HANDOVER_WAIT):
             while held_elsewhere(path):
                 await anyio.sleep(0.05)

@@ -196,7 +196,8 @@ class TranscriptWriter:
 
 
 def held_elsewhere(path: Path) -> bool:
-    """Whether another process holds the transcript's lock (its session is live there)."""
+    """Whether another process holds the transcript's lock (its session is live there); never
+    for a transcript that does not exist (an unknown session has nothing to wait for)."""
     try:
         with open(path, "rb") as f:
             try:

@@ -46,7 +46,9 @@ class Daemon:
     def kinds(self) -> list[str]:
         return [e["event"]["kind"] for e in self.events]
 
-    async def wait_for(self, kind: str, count: int = 1, timeout: float = 15) -> None:
+    async def wait_for(self, kind: str, count: int = 1, timeout: float = 30) -> None:
+        # 30 s, as lsp's wait_for_event: a fresh daemon's first model call waits for the SDK's
+        # import, 7-16 s on a machine loaded twice over
         async def poll():
             while self.kinds().count(kind) < count:
                 await asyncio.sleep(0.01)
@@ -92,7 +94,7 @@ async def after(d: Daemon, kind: str, count: int = 1, pause: float = 0.2) -> Non
     await asyncio.sleep(pause)
 
 
-async def file_appears(path: Path, timeout: float = 15) -> None:
+async def file_appears(path: Path, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not (path.exists() and path.read_text().strip()):
         assert time.monotonic() < deadline, f"{path} never appeared"

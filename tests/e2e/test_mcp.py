@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -390,10 +391,16 @@ class HttpServer:
         self.log_path = tmp_path / "http-server.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
+    def start(self, gate: Path | None = None) -> None:
+        """Start it, and wait until it listens; with `gate`, it loads and then waits for that
+        file to exist before it listens (start() returns at once)."""
+        env = dict(os.environ, **({"MCP_TEST_GATE": str(gate)} if gate else {}))
         with self.log_path.open("a") as log:
             self.proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http",
-                                          str(self.port)], stdout=log, stderr=subprocess.STDOUT)
+                                          str(self.port)], stdout=log, stderr=subprocess.STDOUT,
+                                         env=env)
+        if gate is not None:
+            return
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -421,7 +428,7 @@ def http_server(tmp_path):
 
 
 async def test_a_streamable_http_server_gets_its_headers(
-        client, scripted, workspace, user_file, http_server, daemon_env):
+        client, scripted, workspace, user_file, http_server, daemon_env, tmp_path):
     write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
                    f'[mcp.servers.web]\nurl = "{http_server.url}"\n'
                    f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
@@ -440,13 +447,21 @@ async def test_a_streamable_http_server_gets_its_headers(
     assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
     assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
 
-    http_server.stop()  # the server goes away: a call is an error result, the session goes on
+    gone_server = http_server.proc
+    http_server.start(gate := tmp_path / "gate")  # its successor loads (seconds), then waits
+    await asyncio.wait_for(until(Path(f"{gate}.loaded").exists), 30)
+    gone_server.kill()  # the server goes away: a call is an error result, the session goes on
+    gone_server.wait(10)
     again = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     assert again["reason"] == "completed"
     (gone,) = results(scripted, "web")
     assert gone["is_error"] and "The MCP server web" in gone["content"]
+    assert client.mcp_changes[0]["server"]["state"] == "restarting"
 
-    http_server.start()  # back on the same URL: the next call connects again
+    gate.touch()  # back on the same URL, while Heddle still connects again (3.5 s at most)
+    await asyncio.wait_for(until(
+        lambda: client.mcp_changes[-1]["server"]["state"] != "restarting"), 30)
+    assert client.mcp_changes[-1]["server"]["state"] == "ready"
     back = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     assert back["reason"] == "completed"
     (echo,) = results(scripted, "web")

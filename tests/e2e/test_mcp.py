@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from e2e import lsp
+from e2e.test_cli import heddle
 from e2e.test_permissions import DONE, statuses, tool, write_settings
 from procs import alive, all_dead
 
@@ -314,6 +315,25 @@ async def test_restarts_wait_twice_as_long_each_time_then_the_failure_is_reporte
         "called, and the server's tools stay unavailable in this session.")
     assert statuses(client) == ["error"]
     assert len(pids(starts)) == 4 and SECRET not in json.dumps(call)
+
+
+def test_heddle_ask_prints_a_servers_death_with_its_last_output(
+        daemon_env, scripted, workspace, user_file, starts):
+    write_settings(user_file, server_toml("srv", starts, env=f', SRV_SECRET = "{SECRET}"'))
+    scripted.add_scenario("ask", {"steps": [
+        {"content": [tool("mcp__srv__leak", names=["SRV_SECRET"])]},
+        {"content": [tool("mcp__srv__echo", text="back")]}, DONE]})
+
+    result = heddle(["ask", "-w", str(workspace), "-m", "ask", "-y", "go"], daemon_env)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    stopped = lines.index("heddle: warning: MCP server srv stopped (exited with code 4); "
+                          "restarting it in 0.5 s (restart 1 of 3).")
+    assert lines[stopped + 1:stopped + 3] == ["  its last output:",
+                                              "  my credentials: [secret]"]
+    assert "heddle: MCP server srv is running again (restart 1 of 3)." in lines
+    assert SECRET not in result.stderr + result.stdout
 
 
 async def test_a_server_that_keeps_dying_is_restarted_a_bounded_number_of_times(

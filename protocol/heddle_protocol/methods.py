@@ -58,6 +58,10 @@ METHODS: tuple[Method, ...] = (
     Method("turn/event", Direction.SERVER_TO_CLIENT, Kind.NOTIFICATION,
            TurnEventParams, None,
            "Progress of a running turn."),
+    Method("mcpServer/changed", Direction.SERVER_TO_CLIENT, Kind.NOTIFICATION,
+           t.McpServerChangedParams, None,
+           "An MCP server of a live session stopped and is restarted, runs again, became "
+           "ready late, or failed for good; with the last lines of its stderr."),
     Method("permission/request", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
            t.PermissionRequestParams, t.PermissionRequestResult,
            "Ask the user whether a tool call may run."),

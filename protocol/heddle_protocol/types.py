@@ -111,6 +111,27 @@ class McpServerInfo(Wire):
     restarts: int = 0
 
 
+class McpServerChangedParams(Wire):
+    """An MCP server of a live session changed state after the `session/new` or `session/load`
+    result that reported it (the state until then is in that result)."""
+
+    session_id: str
+    server: McpServerInfo
+    """The server as it is now: `restarting` (it stopped; it is started again in
+    `restartInMs`), `ready` (running again after a restart, or ready after the start-up bound:
+    its tools are offered from the next turn), or `failed` (for good, in this session)."""
+    message: str
+    """What happened, in one line for the user; show it as an error for `failed`, a warning
+    for `restarting`, information for `ready`."""
+    stderr: list[str] = []
+    """The last lines its stderr had when it stopped, oldest first: at most 10, each at most
+    500 characters, with the values of its `env` and of secret-looking variables replaced by
+    `[secret]`. Omitted: none (it is `ready`, an HTTP server, or it wrote nothing)."""
+    restart_in_ms: int | None = None
+    """With `restarting`: milliseconds until the restart (500 before the first, twice as long
+    before each later one). Omitted: no restart is coming."""
+
+
 class SessionNewResult(Wire):
     session_id: str
     workspace: str

@@ -22,7 +22,7 @@ from heddle.client import Connection, RpcError
 from heddle.envvars import no_model_endpoint
 from heddle.sessions_command import WrongSession, resolve, shown_path, wrong_workspace
 from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
-                             show_request)
+                             printable, show_request)
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
 INTERRUPTED = 130
@@ -190,7 +190,12 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
         if params.get("type") == 2:  # a warning, such as untrusted project settings
             warn(str(params.get("message")))
 
+    def show_mcp_change(params: dict[str, Any]) -> None:
+        renderer.end_line()
+        print("\n".join(mcp_change_lines(params)), file=sys.stderr)
+
     conn.on_notification("window/showMessage", show_message)
+    conn.on_notification("mcpServer/changed", show_mcp_change)
     hinted = False
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
@@ -264,6 +269,16 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
         for line in await daemon.lost():
             print(line, file=sys.stderr)
         return 1
+
+
+def mcp_change_lines(params: dict[str, Any]) -> list[str]:
+    """An MCP server's change (`mcpServer/changed`) as lines for stderr: its message, marked
+    as a warning or an error by its state, then what the server last wrote to its stderr."""
+    state = params.get("server", {}).get("state")
+    kind = {"failed": "error: ", "restarting": "warning: "}.get(state, "")
+    stderr = [f"  {printable(line)}" for line in params.get("stderr", [])]
+    return [f"heddle: {kind}{clean(params.get('message', ''), one_line=True)}"] + (
+        ["  its last output:"] + stderr if stderr else [])
 
 
 def turn_summary(result: dict[str, Any]) -> str:

@@ -18,6 +18,8 @@ Answer = Callable[[dict], Any]
 class HeddleTestClient(LanguageClient):
     events: list[dict]
     permission_requests: list[dict]
+    mcp_changes: list[dict]
+    """The `mcpServer/changed` notifications, in order."""
     answer: Answer
 
     def turn_events(self, kind: str | None = None) -> list[dict]:
@@ -33,6 +35,14 @@ class HeddleTestClient(LanguageClient):
                 await asyncio.sleep(0.01)
         return await asyncio.wait_for(poll(), timeout)
 
+    async def mcp_change(self, index: int, timeout: float = 30.0) -> dict:
+        """The `index`th `mcpServer/changed` (from 0), once it has come."""
+        async def poll():
+            while len(self.mcp_changes) <= index:
+                await asyncio.sleep(0.01)
+            return self.mcp_changes[index]
+        return await asyncio.wait_for(poll(), timeout)
+
     async def call(self, method: str, params: Any, timeout: float = 20.0, msg_id=None) -> Any:
         return await asyncio.wait_for(
             self.protocol.send_request_async(method, params, msg_id=msg_id), timeout)
@@ -43,11 +53,16 @@ def make_client() -> HeddleTestClient:
     register_lsp_features(client)
     client.events = []
     client.permission_requests = []
+    client.mcp_changes = []
     client.answer = lambda params: {"decision": "allowOnce"}
 
     @client.feature("turn/event")
     def on_event(params):
         client.events.append(params)
+
+    @client.feature("mcpServer/changed")
+    def on_mcp_change(params):
+        client.mcp_changes.append(params)
 
     @client.feature("permission/request")
     async def on_permission(params):

@@ -1,16 +1,28 @@
 """A real MCP server for the tests, on the `mcp` SDK (MCPServer, formerly FastMCP), over stdio
 (`python -I mcp_server.py`) or streamable HTTP (`python -I mcp_server.py --http PORT`).
-Each start appends its pid to `$MCP_TEST_STARTS` (when set); `$MCP_TEST_EXIT_AT_START=1` makes
-it exit before it speaks, every time (a server that never comes up); `$MCP_TEST_GATE=PATH` makes
-it wait until that file exists before it speaks (a server slow to come up).
+
+- `$MCP_TEST_STARTS=PATH`: each start appends its pid to that file;
+- `$MCP_TEST_TIMES=PATH`: each start appends `start T`, and a death on `$MCP_TEST_DIE` appends
+  `exit T` (T: the wall clock in seconds);
+- `$MCP_TEST_EXIT_AT_START=1`: it exits (code 7, `not today` on stderr) before it speaks, every
+  time (a server that never comes up);
+- `$MCP_TEST_GATE=PATH`: once loaded, it makes `PATH.loaded` and waits until PATH exists before
+  it speaks (a server slow to come up);
+- `$MCP_TEST_DIE=PATH`: once up, whenever PATH exists it removes it, writes 42 lines to stderr
+  (the last two `token: $SRV_SECRET` and `error: the index is corrupt`) and exits with code 5
+  (a server that dies while idle; the restarted one lives on until PATH is made again).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 if __name__ == "__main__":  # before the SDK's import: a server that never comes up is quick
+    if times := os.environ.get("MCP_TEST_TIMES"):
+        with open(times, "a") as f:
+            f.write(f"start {time.time()}\n")
     if starts := os.environ.get("MCP_TEST_STARTS"):
         with open(starts, "a") as f:
             f.write(f"{os.getpid()}\n")
@@ -21,7 +33,7 @@ if __name__ == "__main__":  # before the SDK's import: a server that never comes
 import base64  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
-import time  # noqa: E402
+import threading  # noqa: E402
 
 import anyio  # noqa: E402
 from mcp.server.mcpserver import Context, Image, MCPServer  # noqa: E402
@@ -85,8 +97,23 @@ def header(key: str, ctx: Context) -> str:
 
 if __name__ == "__main__":
     if gate := os.environ.get("MCP_TEST_GATE"):
+        open(gate + ".loaded", "w").close()
         while not os.path.exists(gate):
             time.sleep(0.02)
+    if die := os.environ.get("MCP_TEST_DIE"):
+        def die_when_told() -> None:
+            while not os.path.exists(die):
+                time.sleep(0.02)
+            os.remove(die)
+            for i in range(40):
+                print(f"loading the index: part {i}", file=sys.stderr)
+            print(f"token: {os.environ.get('SRV_SECRET', 'none')}", file=sys.stderr)
+            print("error: the index is corrupt", file=sys.stderr, flush=True)
+            if times := os.environ.get("MCP_TEST_TIMES"):
+                with open(times, "a") as f:
+                    f.write(f"exit {time.time()}\n")
+            os._exit(5)
+        threading.Thread(target=die_when_told, daemon=True).start()
     if sys.argv[1:2] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

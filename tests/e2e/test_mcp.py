@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from e2e import lsp
+from e2e.test_cli import heddle
 from e2e.test_permissions import DONE, statuses, tool, write_settings
 from procs import alive, all_dead
 
@@ -193,17 +195,17 @@ async def test_a_server_ready_after_the_bound_joins_at_the_next_turn(
 
     await client.call("turn/start", {"sessionId": sid, "prompt": "one"})  # not waiting for it
     gate.touch()
-    for _ in range(400):  # session/load of a live session tells its servers' state
-        loaded = await client.call("session/load", {"sessionId": sid})
-        if loaded["mcpServers"][0]["state"] == "ready":
-            break
-        await asyncio.sleep(0.1)
+    ready = await client.mcp_change(0, timeout=40)
+    assert ready["message"] == "MCP server srv is ready; its tools are offered from the next turn."
+    assert (ready["sessionId"], ready["server"]["state"]) == (sid, "ready")
+    loaded = await client.call("session/load", {"sessionId": sid})  # a live session: its state
+    assert loaded["mcpServers"] == [ready["server"]]
     await client.call("turn/start", {"sessionId": sid, "prompt": "two"})
 
     first, second = (r.body["tools"] for r in scripted.requests_for("late"))
     assert not any(t["name"].startswith("mcp__") for t in first)
     assert second[:len(first)] == first  # the built-in tools, then the server's
-    assert [t["name"] for t in second[len(first):]] == loaded["mcpServers"][0]["tools"]
+    assert [t["name"] for t in second[len(first):]] == ready["server"]["tools"]
 
 
 async def test_a_crashed_server_is_restarted(client, scripted, workspace, user_file, starts):
@@ -222,6 +224,116 @@ async def test_a_crashed_server_is_restarted(client, scripted, workspace, user_f
     assert results(scripted, "crash", 2)[0]["content"] == "echo: back"
     first, second = pids(starts)
     assert not alive(first) and alive(second)
+
+
+def dying_server(starts: Path, tmp_path: Path) -> str:
+    """A server that dies (code 5, 42 lines on stderr, the last two `token: <SECRET>` and
+    `error: the index is corrupt`) whenever the test makes the file `die`."""
+    return server_toml("srv", starts, env=f', MCP_TEST_DIE = "{tmp_path / "die"}", '
+                       f'MCP_TEST_TIMES = "{tmp_path / "times.txt"}", SRV_SECRET = "{SECRET}"')
+
+
+LAST_WORDS = [f"loading the index: part {i}" for i in range(32, 40)] + [
+    "token: [secret]", "error: the index is corrupt"]
+"""What a report shows of the dying server's stderr: its last 10 lines, the secret masked."""
+
+
+async def test_a_server_that_dies_while_idle_is_reported_at_once_and_restarted(
+        client, scripted, workspace, user_file, starts, tmp_path):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__*"]\n'
+                   + dying_server(starts, tmp_path))
+    scripted.add_scenario("back", {"steps": [
+        {"content": [tool("mcp__srv__echo", text="back")]}, DONE]})
+    opened = await new_session(client, workspace, "back")
+    assert opened["mcpServers"][0]["state"] == "ready"
+    (first,) = pids(starts)
+
+    (tmp_path / "die").touch()  # no turn runs: only the watch of its process can notice
+    stopped = await client.mcp_change(0)
+
+    assert stopped["sessionId"] == opened["sessionId"]
+    assert stopped["server"]["state"] == "restarting"
+    assert stopped["message"] == ("MCP server srv stopped (exited with code 5); restarting it "
+                                  "in 0.5 s (restart 1 of 3).")
+    assert stopped["stderr"] == LAST_WORDS
+    assert stopped["restartInMs"] == 500
+    assert SECRET not in json.dumps(client.mcp_changes)
+    again = await client.mcp_change(1)
+    assert (again["server"]["state"], again["server"]["restarts"]) == ("ready", 1)
+    assert again["message"] == "MCP server srv is running again (restart 1 of 3)."
+    assert "stderr" not in again and "restartInMs" not in again
+    assert again["server"]["tools"] == opened["mcpServers"][0]["tools"]
+
+    result = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    assert result["reason"] == "completed"
+    assert results(scripted, "back")[0]["content"] == "echo: back"
+    assert not alive(first) and alive(pids(starts)[1])
+    assert len(client.mcp_changes) == 2
+
+
+@pytest.mark.timeout(120)  # four starts of a server on the SDK, seconds each on a loaded machine
+async def test_restarts_wait_twice_as_long_each_time_then_the_failure_is_reported(
+        client, scripted, workspace, user_file, starts, tmp_path):
+    write_settings(user_file, '[permissions]\nallow = ["mcp__*"]\n'
+                   + dying_server(starts, tmp_path))
+    scripted.add_scenario("failed", {"steps": [
+        {"content": [tool("mcp__srv__echo", text="x")]}, DONE]})
+    opened = await new_session(client, workspace, "failed")
+
+    for death in range(4):
+        (tmp_path / "die").touch()
+        await client.mcp_change(2 * death)  # restarting, then ready; or failed
+        if death < 3:
+            await client.mcp_change(2 * death + 1, timeout=60)
+
+    changes = client.mcp_changes
+    assert [c["server"]["state"] for c in changes] == ["restarting", "ready"] * 3 + ["failed"]
+    delays = [c["restartInMs"] for c in changes if "restartInMs" in c]
+    assert delays == [500, 1000, 2000]
+    # and it did wait that long: from each death (the server's clock) to the next start
+    times = (tmp_path / "times.txt").read_text().split("\n")
+    starts_at = [float(t.split()[1]) for t in times if t.startswith("start")]
+    exits_at = [float(t.split()[1]) for t in times if t.startswith("exit")]
+    waited = [later - died for died, later in zip(exits_at, starts_at[1:])]
+    assert len(waited) == 3 and all(w >= d / 1000 for w, d in zip(waited, delays)), waited
+    failed = changes[-1]
+    assert failed["message"] == (
+        "MCP server srv failed (exited with code 5) and was restarted 3 times; it is not "
+        "restarted again, so calls to its tools fail until the session is loaded again.")
+    assert failed["stderr"] == LAST_WORDS
+    assert failed["server"]["restarts"] == 3 and "restartInMs" not in failed
+    assert failed["server"]["error"] == (
+        "exited with code 5; its last output: loading the index: part 39 | token: [secret] | "
+        "error: the index is corrupt (restarted 3 times; not again)")
+
+    await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
+
+    (call,) = results(scripted, "failed")
+    assert call["is_error"] and call["content"] == (
+        f"The MCP server srv has failed: {failed['server']['error']}. So echo could not be "
+        "called, and the server's tools stay unavailable in this session.")
+    assert statuses(client) == ["error"]
+    assert len(pids(starts)) == 4 and SECRET not in json.dumps(call)
+
+
+def test_heddle_ask_prints_a_servers_death_with_its_last_output(
+        daemon_env, scripted, workspace, user_file, starts):
+    write_settings(user_file, server_toml("srv", starts, env=f', SRV_SECRET = "{SECRET}"'))
+    scripted.add_scenario("ask", {"steps": [
+        {"content": [tool("mcp__srv__leak", names=["SRV_SECRET"])]},
+        {"content": [tool("mcp__srv__echo", text="back")]}, DONE]})
+
+    result = heddle(["ask", "-w", str(workspace), "-m", "ask", "-y", "go"], daemon_env)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    stopped = lines.index("heddle: warning: MCP server srv stopped (exited with code 4); "
+                          "restarting it in 0.5 s (restart 1 of 3).")
+    assert lines[stopped + 1:stopped + 3] == ["  its last output:",
+                                              "  my credentials: [secret]"]
+    assert "heddle: MCP server srv is running again (restart 1 of 3)." in lines
+    assert SECRET not in result.stderr + result.stdout
 
 
 async def test_a_server_that_keeps_dying_is_restarted_a_bounded_number_of_times(
@@ -299,10 +411,16 @@ class HttpServer:
         self.log_path = tmp_path / "http-server.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> None:
+    def start(self, gate: Path | None = None) -> None:
+        """Start it, and wait until it listens; with `gate`, it loads and then waits for that
+        file to exist before it listens (start() returns at once)."""
+        env = dict(os.environ, **({"MCP_TEST_GATE": str(gate)} if gate else {}))
         with self.log_path.open("a") as log:
             self.proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--http",
-                                          str(self.port)], stdout=log, stderr=subprocess.STDOUT)
+                                          str(self.port)], stdout=log, stderr=subprocess.STDOUT,
+                                         env=env)
+        if gate is not None:
+            return
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -330,7 +448,7 @@ def http_server(tmp_path):
 
 
 async def test_a_streamable_http_server_gets_its_headers(
-        client, scripted, workspace, user_file, http_server, daemon_env):
+        client, scripted, workspace, user_file, http_server, daemon_env, tmp_path):
     write_settings(user_file, f'[permissions]\nallow = ["mcp__web"]\n\n{WAIT}'
                    f'[mcp.servers.web]\nurl = "{http_server.url}"\n'
                    f'headers = {{ Authorization = "{HEADER_SECRET}" }}\n')
@@ -349,13 +467,21 @@ async def test_a_streamable_http_server_gets_its_headers(
     assert header["content"] == HEADER_SECRET and echo["content"] == "echo: over http"
     assert HEADER_SECRET not in Path(daemon_env["HEDDLE_LOG_FILE"]).read_text()
 
-    http_server.stop()  # the server goes away: a call is an error result, the session goes on
+    gone_server = http_server.proc
+    http_server.start(gate := tmp_path / "gate")  # its successor loads (seconds), then waits
+    await asyncio.wait_for(until(Path(f"{gate}.loaded").exists), 30)
+    gone_server.kill()  # the server goes away: a call is an error result, the session goes on
+    gone_server.wait(10)
     again = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     assert again["reason"] == "completed"
     (gone,) = results(scripted, "web")
     assert gone["is_error"] and "The MCP server web" in gone["content"]
+    assert client.mcp_changes[0]["server"]["state"] == "restarting"
 
-    http_server.start()  # back on the same URL: the next call connects again
+    gate.touch()  # back on the same URL, while Heddle still connects again (3.5 s at most)
+    await asyncio.wait_for(until(
+        lambda: client.mcp_changes[-1]["server"]["state"] != "restarting"), 30)
+    assert client.mcp_changes[-1]["server"]["state"] == "ready"
     back = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
     assert back["reason"] == "completed"
     (echo,) = results(scripted, "web")

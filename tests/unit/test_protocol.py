@@ -55,7 +55,7 @@ def _field_tables() -> dict[str, dict[str, str]]:
     tables: dict[str, dict[str, str]] = {}
     owner = table = None
     for line in (ROOT / "protocol/README.md").read_text().splitlines():
-        if m := re.match(r"### `([a-z]+/[a-zA-Z]+)`", line):
+        if m := re.match(r"### `([a-zA-Z]+/[a-zA-Z]+)`", line):
             owner = by_method[m.group(1)]
         elif m := re.match(r"Result `(\w+)`:", line):
             owner = m.group(1)

@@ -25,11 +25,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser } from "playwright-core";
-import { heddleScript, startScripted, tempDir, type Scripted } from "../test/support/processes";
+import { startScripted, tempDir, type Scripted } from "../test/support/processes";
 import { startCodeServer, type CodeServer } from "./support/codeServer";
 import { editScenarios, EDIT_MODELS } from "./editReview";
 import { threadScenarios, THREAD_MODELS } from "./thread";
-import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
+import { editorSettings, makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { launchBrowser, Workbench } from "./support/workbench";
 
 const HERE = resolve(__dirname, "..", "..");
@@ -47,30 +47,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
   before(async () => {
     root = tempDir("heddle-e2e-");
     scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS, ...THREAD_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
-    codeServer = await startCodeServer({
-      root: root.path,
-      vsix: VSIX,
-      settings: {
-        "heddle.server.command": heddleScript(),
-        "heddle.server.env": {
-          ANTHROPIC_BASE_URL: scripted.url,
-          ANTHROPIC_API_KEY: "test",
-          XDG_STATE_HOME: join(root.path, "daemon-state"),
-        },
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": false,
-        "security.workspace.trust.enabled": false,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "update.mode": "none",
-        "window.commandCenter": false,
-        "editor.minimap.enabled": false,
-        // The edit scenarios keep unsaved changes in buffers.
-        "files.autoSave": "off",
-        "files.hotExit": "off",
-      },
-    });
+    codeServer = await startCodeServer({ root: root.path, vsix: VSIX, settings: editorSettings(root.path, scripted.url) });
     browser = await launchBrowser();
   });
 

@@ -8,8 +8,9 @@
 import * as vscode from "vscode";
 import { DaemonStartError, type Daemon } from "./daemon";
 import * as editor from "./editor";
-import type { ContextItem, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
+import type { ContextItem, McpServerChangedParams, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 import { Conversation, isConnectionLost, TurnInProgressError, type HowOpened, type IfBusy, type SessionOpened, type ShowMessageParams } from "./session";
+import { mcpNotice } from "./mcpServers";
 import { mentionedPaths } from "./mentions";
 import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
@@ -50,6 +51,7 @@ export class Commands implements vscode.Disposable {
       onEvent: (params, replay) => this.onEvent(params, replay),
       onSession: (session, how, note) => this.onSession(session, how, note),
       showMessage: (params) => showMessage(params),
+      onMcpServerChanged: (params) => this.onMcpServerChanged(params),
       askPermission: async (request, signal) => {
         const answer = await askPermission(request, signal, this.diffs, this.reviews);
         if (answer.message) this.panel.dispatch({ type: "answered", toolCallId: request.toolCallId, message: answer.message });
@@ -282,6 +284,22 @@ export class Commands implements vscode.Disposable {
       this.panel.setSession(undefined, had.sessionId);
       this.panel.dispatch({ type: "notice", level: "warning", text: "The Heddle daemon stopped. Your next request starts it again and continues this session." });
     }
+  }
+
+  /**
+   * An MCP server stopped and is restarted, runs again, or failed for good: said in the chat,
+   * with its last output, and in the log; a notification too, unless it runs again.
+   */
+  private onMcpServerChanged(params: McpServerChangedParams): void {
+    const notice = mcpNotice(params);
+    this.panel.dispatch({ type: "notice", ...notice });
+    const logged = [params.message, ...(params.stderr ?? []).map((line) => `  ${line}`)].join("\n");
+    if (notice.level === "info") this.log.info(logged);
+    else this.log.warn(logged);
+    const last = params.stderr?.at(-1);
+    const popup = last ? `${params.message} Its last output: ${last}` : params.message;
+    if (notice.level === "error") void vscode.window.showErrorMessage(popup);
+    else if (notice.level === "warning") void vscode.window.showWarningMessage(popup);
   }
 
   private onSession(session: SessionOpened, how: HowOpened, note?: string): void {

@@ -13,6 +13,7 @@ export const Methods = {
   TurnStart: "turn/start",
   TurnCancel: "turn/cancel",
   TurnEvent: "turn/event",
+  McpServerChanged: "mcpServer/changed",
   PermissionRequest: "permission/request",
   WorkspaceApplyEdit: "workspace/applyEdit",
   RulesList: "rules/list",
@@ -117,6 +118,13 @@ export interface HunkOutcome {
 export interface LineRange {
   startLine: number;
   endLine: number;
+}
+export interface McpServerChangedParams {
+  sessionId: string;
+  server: McpServerInfo;
+  message: string;
+  stderr?: Array<string>;
+  restartInMs?: number | null;
 }
 export interface McpServerInfo {
   name: string;

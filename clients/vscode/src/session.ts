@@ -1,7 +1,7 @@
 /**
  * The conversation with the daemon, free of any editor API: opening a session, running turns,
- * routing `turn/event` notifications, `permission/request` requests and the daemon's
- * `window/showMessage` messages, cancelling.
+ * routing `turn/event` notifications, `permission/request` requests, the daemon's
+ * `window/showMessage` messages and its MCP servers' changes (`mcpServer/changed`), cancelling.
  *
  * It talks through `Rpc`, which both vscode-languageclient's `LanguageClient` and
  * vscode-jsonrpc's `MessageConnection` satisfy, so the unit tests drive it in plain Node
@@ -12,6 +12,7 @@ import {
   ErrorCodes,
   Methods,
   type ContextItem,
+  type McpServerChangedParams,
   type PermissionRequestParams,
   type PermissionRequestResult,
   type RulesAddParams,
@@ -95,6 +96,12 @@ export interface ConversationHost {
    * (problems in the settings files) come here too, as warnings (`type` 2), each once.
    */
   showMessage(params: ShowMessageParams): void;
+  /**
+   * One of the open session's MCP servers changed state (it stopped and is restarted, runs
+   * again, failed for good): tell the user, with its last output. A change that came while the
+   * session opened is passed on once its result has been.
+   */
+  onMcpServerChanged(params: McpServerChangedParams): void;
   /** Ask the user. `signal` is aborted when the turn is cancelled or the daemon withdraws. */
   askPermission(request: PermissionRequestParams, signal: AbortSignal): Promise<PermissionRequestResult>;
 }
@@ -137,6 +144,8 @@ export class Conversation implements Disposable {
   private loading?: { sessionId: string; how: HowOpened };
   /** Messages that came while a session was opening: they wait for its result. */
   private held: ShowMessageParams[] = [];
+  /** MCP servers' changes that came while a session was opening: they wait for its result. */
+  private heldMcp: McpServerChangedParams[] = [];
   /** The next `ask` opens a new session (the settings it would read have changed). */
   private stale = false;
   /** The turns whose `turn/start` is open: one, or more with `ifBusy` (queued, steering). */
@@ -149,6 +158,7 @@ export class Conversation implements Disposable {
       rpc.onRequest(Methods.PermissionRequest, (params: PermissionRequestParams, token) =>
         this.routePermission(params, token)),
       rpc.onNotification(SHOW_MESSAGE, (params: ShowMessageParams) => this.routeMessage(params)),
+      rpc.onNotification(Methods.McpServerChanged, (params: McpServerChangedParams) => this.routeMcpChange(params)),
     ];
   }
 
@@ -270,11 +280,13 @@ export class Conversation implements Disposable {
       result = await request();
     } catch (error) {
       this.releaseMessages(undefined);
+      this.releaseMcpChanges(undefined);
       throw error;
     }
     this.session = result;
     this.releaseMessages(result);
     this.host.onSession?.(result, how, note);
+    this.releaseMcpChanges(result);
     return result;
   }
 
@@ -409,6 +421,21 @@ export class Conversation implements Disposable {
       if (!shown.has(warning)) this.host.showMessage({ type: 2, message: warning });
       shown.add(warning);
     }
+  }
+
+  /**
+   * The daemon reports a change from the session result on, so one may come just before that
+   * result: it waits for it, as messages do. Changes of a session left behind are dropped.
+   */
+  private routeMcpChange(params: McpServerChangedParams): void {
+    if (this.opening) this.heldMcp.push(params);
+    else if (params.sessionId === this.session?.sessionId) this.host.onMcpServerChanged(params);
+  }
+
+  private releaseMcpChanges(result: SessionOpened | undefined): void {
+    const held = this.heldMcp;
+    this.heldMcp = [];
+    for (const change of held) if (change.sessionId === result?.sessionId) this.host.onMcpServerChanged(change);
   }
 
   private routeEvent(params: TurnEventParams): void {

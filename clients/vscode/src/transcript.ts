@@ -62,7 +62,8 @@ export type Block =
       call?: string;
     }
   | { kind: "plan"; id: string; items: TodoItem[] }
-  | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
+  /** `detail`: lines shown as they are below the text (an MCP server's last output). */
+  | { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string; detail?: string }
   | { kind: "end"; id: string; reason: string; detail?: string; usage?: string };
 
 export type Action =
@@ -72,7 +73,7 @@ export type Action =
   | { type: "event"; params: TurnEventParams; replay?: boolean }
   | { type: "result"; result: TurnStartResult }
   | { type: "failure"; message: string }
-  | { type: "notice"; level: "info" | "warning" | "error"; text: string }
+  | { type: "notice"; level: "info" | "warning" | "error"; text: string; detail?: string }
   /** The user's own answer to a permission request, for what the events do not carry. */
   | { type: "answered"; toolCallId: string; message: string }
   | { type: "clear" };
@@ -115,8 +116,11 @@ export function reduce(t: Transcript, action: Action): Update {
     }
     case "failure":
       return append(t, serial, { kind: "notice", id: id(), level: "error", text: action.message });
-    case "notice":
-      return append(t, serial, { kind: "notice", id: id(), level: action.level, text: action.text });
+    case "notice": {
+      const block: Block = { kind: "notice", id: id(), level: action.level, text: action.text };
+      if (action.detail) block.detail = action.detail;
+      return append(t, serial, block);
+    }
     case "result":
       // The turn's `turnEnded` event drew the same block already, unless no event came.
       return upsertEnd(t, serial, action.result.turnId ? `end-${action.result.turnId}` : id(), action.result);

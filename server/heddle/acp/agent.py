@@ -27,7 +27,7 @@ from acp.schema import (EmbeddedResourceContentBlock, ResourceContentBlock,
 
 from heddle.acp import asking, hello
 from heddle.acp.files import ClientFiles
-from heddle.acp.mcp_servers import attach as attach_mcp
+from heddle.acp.mcp_servers import attach as attach_mcp, change_update
 from heddle.acp.terminal import ClientTerminalBash
 from heddle.acp.updates import COMPACTION_KINDS, Translator, compaction_update
 from heddle.core.events import TerminalReason, TurnEnded
@@ -198,6 +198,7 @@ class HeddleAgent:
                  session.model, policy.mode)
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
+        self._watch_mcp(session)
         return {"sessionId": session.id, "modes": self._modes(session),
                 "_meta": self._meta(settings.warnings, mcp)}
 
@@ -225,6 +226,7 @@ class HeddleAgent:
             self.update(session.id, replay.compacted(summary))
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
+        self._watch_mcp(session)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
 
     @_errors
@@ -235,6 +237,7 @@ class HeddleAgent:
         session, loaded, settings = self._load(session_id)
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
+        self._watch_mcp(session)
         return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
 
     @_errors
@@ -279,6 +282,19 @@ class HeddleAgent:
     def _meta(self, warnings: list[str], mcp: dict[str, Any]) -> dict[str, Any]:
         """What Heddle says beside the answer: settings warnings, the MCP servers."""
         return {"heddle": {"warnings": list(warnings), "mcp": mcp}}
+
+    def _watch_mcp(self, session: Session) -> None:
+        """From the answer on (whose `_meta` says how the MCP servers are now), each change of
+        one reaches the client as an agent message, after what the running turn's emitters
+        hold (so it does not split a sentence of the answer)."""
+        if session.mcp is None:
+            return
+
+        def changed(change) -> None:
+            for emitter in self._emitters.get(session.id, ()):
+                emitter.flush()
+            self.update(session.id, change_update(change))
+        session.mcp.watch(changed)
 
     def _later_commands(self, session: Session) -> None:
         """The slash commands, just after the answer (the client knows the session then)."""

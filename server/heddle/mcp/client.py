@@ -5,8 +5,8 @@ A stdio server runs the way Heddle runs every command (`heddle.processes.groups`
 of a process group of its own, registered with the reaper, in the tool environment (no secrets
 of Heddle's unless `pass_env` names them) with the server's own `env` over it, and stopped by
 killing its whole group. Its stdout is read here, a line per message (a line is bounded); its
-stderr goes to the daemon's log, a line at a time, at debug level, its tail kept for the error
-a dying server leaves — with the values of its `env` and of secret-looking variables masked,
+stderr goes to the daemon's log, a line at a time, at debug level, its last lines kept for the
+error a dying server leaves and for the report the session's client gets — with the values of its `env` and of secret-looking variables masked,
 since a server may well print its own token.
 """
 
@@ -33,7 +33,7 @@ from mcp.shared.message import SessionMessage
 import heddle
 from heddle.core.tools import ToolError
 from heddle.mcp.config import McpServerConfig
-from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, RemoteTool
+from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, Ending, RemoteTool
 from heddle.processes.environment import tool_env
 from heddle.processes.groups import open_group, reap
 from heddle.secret_env import is_secret
@@ -46,8 +46,13 @@ MAX_LINE = 64 << 20
 MAX_PAGES = 20
 """`tools/list` pages read (a server that keeps paging is cut off there)."""
 MAX_TOOLS = 500
-STDERR_TAIL = 20
-"""Lines of a server's stderr kept for the error it leaves when it dies."""
+STDERR_TAIL = 10
+"""Lines of a server's stderr kept for the error it leaves when it dies (and for its report)."""
+STDERR_LINE = 500
+"""Characters of one stderr line kept."""
+STDERR_WAIT = 0.5
+"""Seconds to wait, once a server has exited, for the rest of its stderr (a child of its may
+hold the pipe open)."""
 MAX_IMAGE_BYTES = 5 << 20
 """Base64 characters of one image passed on (the Messages API's own limit)."""
 
@@ -60,21 +65,22 @@ class Connection:
     session: ClientSession
     tools: tuple[RemoteTool, ...]
     died: anyio.Event = field(default_factory=anyio.Event)
-    why: str = ""
+    ending: Ending | None = None
     calls: set[anyio.CancelScope] = field(default_factory=set)
 
-    def lose(self, why: str) -> None:
+    def lose(self, ending: Ending) -> None:
         """The server is gone: end the calls waiting for it."""
         if not self.died.is_set():
-            self.why = why
+            self.ending = ending
             self.died.set()
             for scope in self.calls:
                 scope.cancel()
 
-    async def lost(self) -> str:
-        """Wait until the server dies; why it did."""
+    async def lost(self) -> Ending:
+        """Wait until the server dies; how it did."""
         await self.died.wait()
-        return self.why
+        assert self.ending is not None
+        return self.ending
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallResult:
         scope = anyio.CancelScope()
@@ -95,7 +101,7 @@ class Connection:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             raise self._died(tool) from None
         except httpx2.TransportError as exc:  # an HTTP server gone: connect again (bounded)
-            self.lose(describe(exc))
+            self.lose(Ending(describe(exc)))
             raise self._died(tool) from None
         except Exception as exc:  # whatever else a server makes the SDK raise (a bad result)
             raise ToolError(f"The MCP server {self.name} failed {tool}: {describe(exc)}") from None
@@ -106,13 +112,24 @@ class Connection:
         return convert(result)
 
     def _died(self, tool: str) -> ToolError:
+        why = self.ending.line() if self.ending else "connection closed"
         return ToolError(f"The MCP server {self.name} stopped while running {tool} "
-                         f"({self.why or 'connection closed'}); Heddle restarts it, so a "
-                         "later call may work.")
+                         f"({why}); Heddle restarts it, so a later call may work.")
 
 
 class Gone(Exception):
-    """The server exited before it was ready; the message says how."""
+    """The server exited before it was ready; `ending` says how."""
+
+    def __init__(self, ending: Ending) -> None:
+        super().__init__(ending.line())
+        self.ending = ending
+
+
+def ending(exc: BaseException) -> Ending:
+    """How a connection that failed ended: with its stderr when its process exited."""
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return ending(exc.exceptions[0])
+    return exc.ending if isinstance(exc, Gone) else Ending(describe(exc))
 
 
 def describe(exc: BaseException) -> str:
@@ -253,6 +270,7 @@ async def _stdio(config: McpServerConfig, workspace: Path):
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     tail: deque[str] = deque(maxlen=STDERR_TAIL)
+    stderr_done = anyio.Event()
     to_session, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write, from_session = anyio.create_memory_object_stream[SessionMessage](0)
     exited = anyio.Event()
@@ -281,23 +299,26 @@ async def _stdio(config: McpServerConfig, workspace: Path):
 
     async def errors() -> None:
         assert process.stderr is not None
-        async for line in _lines(process.stderr):
-            text = mask(line.decode(errors="replace").rstrip())
-            tail.append(text[:500])
-            log.debug("MCP server %s: %s", config.name, text[:500])
+        try:
+            async for line in _lines(process.stderr):
+                text = mask(line.decode(errors="replace").rstrip())[:STDERR_LINE]
+                tail.append(text)
+                log.debug("MCP server %s: %s", config.name, text)
+        finally:
+            stderr_done.set()
 
     async def waiter() -> None:
         await process.wait()
         exited.set()
 
-    async def lost() -> str:
+    async def lost() -> Ending:
         await exited.wait()
-        await anyio.sleep(0.05)  # its last stderr lines
+        with anyio.move_on_after(STDERR_WAIT):  # its last stderr lines
+            await stderr_done.wait()
         code = process.returncode
         how = f"exited with code {code}" if code is not None and code >= 0 else \
             f"killed by signal {-code}" if code is not None else "exited"
-        last = " | ".join(list(tail)[-3:])
-        return how + (f"; its last output: {last}" if last else "")
+        return Ending(how, tuple(tail))
 
     try:
         async with anyio.create_task_group() as tg:
@@ -312,13 +333,16 @@ async def _stdio(config: McpServerConfig, workspace: Path):
 
 
 async def _lines(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[bytes]:
-    """Lines of `stream` until its end; a line over MAX_LINE is dropped."""
+    """Lines of `stream` until its end (the last one also without its newline); a line over
+    MAX_LINE is dropped."""
     buffer = bytearray()
     skipping = False
     while True:
         try:
             chunk = await stream.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            if buffer and not skipping:  # a last line without its newline
+                yield bytes(buffer)
             return
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
@@ -343,9 +367,9 @@ async def _http(config: McpServerConfig):
                                 timeout=httpx2.Timeout(30, read=300))
     never = anyio.Event()
 
-    async def lost() -> str:  # a call that fails says so; there is no process to watch
+    async def lost() -> Ending:  # a call that fails says so; there is no process to watch
         await never.wait()
-        return ""
+        return Ending("connection closed")
 
     async with client, streamable_http_client(config.url, http_client=client) as (read, write):
         yield read, write, lost

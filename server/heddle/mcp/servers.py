@@ -7,6 +7,12 @@ a slow server delays a session's first model call by that bound at most. A serve
 ready later offers its tools from the session's next turn on (a turn's tools are fixed when it
 starts; changing them between turns costs one prompt-cache write, see docs/mcp.md).
 
+Once the front door has told its client how the servers were at the start, it `watch`es them:
+from then on every change — a server that died and is restarted, one that is running again or
+became ready late, one that failed for good — reaches it as a `ServerChange`, with the last
+lines of the server's stderr, at once (a stdio server's process is watched, so a death while
+the session is idle is reported then, not at the next call).
+
 The SDK (`heddle.mcp.client`) is imported only here, when a session has a server to start:
 sessions without MCP servers never pay for it.
 """
@@ -18,15 +24,16 @@ import importlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import anyio
 
 from heddle.core.tools import Tool, ToolError
 from heddle.mcp.config import McpServerConfig
-from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, RemoteTool
+from heddle.mcp.values import CONNECT_TIMEOUT, CallResult, Ending, RemoteTool
 
-__all__ = ["CallResult", "McpServers", "RemoteTool", "Server", "ServerStatus", "start_servers"]
+__all__ = ["CallResult", "McpServers", "RemoteTool", "Server", "ServerChange", "ServerStatus",
+           "start_servers"]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +42,7 @@ STARTUP_BOUND = 5.0
 MAX_RESTARTS = 3
 """Restarts of a server that died, per session; then it stays failed."""
 RESTART_DELAY = 0.5
-"""Seconds before a restart (doubled for each later one)."""
+"""Seconds before the first restart; each later one waits twice as long as the one before."""
 STOP_BOUND = 6.0
 """Seconds stopping a session's servers may take (a stdio server gets SIGTERM, then SIGKILL)."""
 
@@ -56,6 +63,24 @@ class ServerStatus:
     restarts: int = 0
 
 
+@dataclass(frozen=True)
+class ServerChange:
+    """A server's state changed after the session's start: what its client is told."""
+
+    status: ServerStatus
+    message: str
+    """One line for the user."""
+    stderr: tuple[str, ...] = ()
+    """The last lines of its stderr when it stopped (secrets masked); () when it is running."""
+    restart_in: float | None = None
+    """Seconds until it is restarted (state `restarting`)."""
+
+
+def restart_delay(restarts: int) -> float:
+    """Seconds to wait before the restart that follows `restarts` earlier ones."""
+    return RESTART_DELAY * 2 ** restarts
+
+
 @dataclass
 class Server:
     """One server of a session: its configuration, its connection while it runs."""
@@ -72,6 +97,10 @@ class Server:
     """`heddle.mcp.client.Connection` while it is ready."""
     ready: anyio.Event = field(default_factory=anyio.Event)
     """Set when its state changes from starting or restarting (ready or failed)."""
+    ending: Ending | None = None
+    """How it last stopped."""
+    report: Callable[[Server, float | None], None] | None = None
+    """Told of each change of state, and the delay before a restart (`McpServers`)."""
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallResult:
         """Call `tool`; ToolError when the server is not running, dies meanwhile, fails the
@@ -81,6 +110,10 @@ class Server:
             with anyio.move_on_after(CONNECT_TIMEOUT):
                 await self.ready.wait()
         connection = self.connection
+        if self.state == "failed":
+            raise ToolError(f"The MCP server {name} has failed: {self.error}. So {tool} could "
+                            "not be called, and the server's tools stay unavailable in this "
+                            "session.")
         if self.state != "ready" or connection is None:
             why = f": {self.error}" if self.error else ""
             raise ToolError(f"The MCP server {name} is not running ({self.state}{why}), so "
@@ -89,36 +122,65 @@ class Server:
 
     async def run(self, client: Any) -> None:
         """Connect (with `client`, the module `heddle.mcp.client`), and reconnect after the
-        server dies, up to MAX_RESTARTS times."""
+        server dies, up to MAX_RESTARTS times, each restart waiting twice as long as the last."""
         while True:
             try:
                 async with client.connect(self.config, self.workspace) as connection:
                     if self.listed is None:
                         self.listed = connection.tools
                     self.connection, self.state, self.error = connection, "ready", None
-                    self._changed()
+                    self.settle()
                     log.info("MCP server %s ready: %d tools", self.config.name,
                              len(connection.tools))
-                    self.error = await connection.lost()
+                    ending = await connection.lost()
             except Exception as exc:  # a server's failure is the server's state, never ours
-                self.error = client.describe(exc)
+                ending = client.ending(exc)
             finally:
                 self.connection = None
+            if self.state == "stopped":  # its session is closing: nothing to report
+                return
+            self.ending, self.error = ending, ending.line()
             log.warning("MCP server %s stopped: %s", self.config.name, self.error)
             if self.restarts >= MAX_RESTARTS:
                 self.state = "failed"
-                self.error = f"{self.error} (restarted {self.restarts} times; not again)" \
-                    if self.restarts else self.error
-                self._changed()
+                if self.restarts:
+                    self.error += f" (restarted {self.restarts} times; not again)"
+                self.settle()
                 return
             self.state = "restarting"
             if self.ready.is_set():  # calls meanwhile wait for the restart
                 self.ready = anyio.Event()
-            await anyio.sleep(RESTART_DELAY * 2 ** self.restarts)
+            delay = restart_delay(self.restarts)
+            self._report(delay)
+            await anyio.sleep(delay)
             self.restarts += 1
 
-    def _changed(self) -> None:
+    def settle(self) -> None:
         self.ready.set()
+        self._report(None)
+
+    def _report(self, delay: float | None) -> None:
+        if self.report is not None:
+            self.report(self, delay)
+
+    def change(self, status: ServerStatus, delay: float | None) -> ServerChange:
+        """This server's present state as a change to tell the user of."""
+        name, how = self.config.name, self.ending.how if self.ending else "?"
+        stderr = self.ending.stderr if self.ending and self.state != "ready" else ()
+        if self.state == "restarting":
+            message = (f"MCP server {name} stopped ({how}); restarting it in {delay:g} s "
+                       f"(restart {self.restarts + 1} of {MAX_RESTARTS}).")
+        elif self.state == "ready":
+            message = (f"MCP server {name} is running again (restart {self.restarts} of "
+                       f"{MAX_RESTARTS})." if self.restarts else
+                       f"MCP server {name} is ready; its tools are offered from the next turn.")
+        else:
+            tries = f" and was restarted {self.restarts} times" if self.restarts else ""
+            then = ("calls to its tools fail until the session is loaded again"
+                    if self.listed is not None else "its tools are not offered in this session")
+            message = (f"MCP server {name} failed ({how}){tries}; it is not restarted again, "
+                       f"so {then}.")
+        return ServerChange(status, message, stderr, delay)
 
     def status(self, tools: Sequence[str]) -> ServerStatus:
         return ServerStatus(self.config.name, self.config.transport, self.config.source,
@@ -150,6 +212,26 @@ class McpServers:
         self._task: asyncio.Task | None = None
         self._tools: dict[str, Tool] | None = None
         self._named: set[str] = set()
+        self._watcher: Callable[[ServerChange], None] | None = None
+        for server in self.servers:
+            server.report = self._report
+
+    def watch(self, watcher: Callable[[ServerChange], None]) -> None:
+        """Tell `watcher` of every change from now on (the front door's client was told of the
+        state until now: call this right after taking `status()` for it, with no await
+        between)."""
+        self._watcher = watcher
+
+    def _report(self, server: Server, delay: float | None) -> None:
+        if self._watcher is None:
+            return
+        tools = self.tools()
+        status = server.status([n for n, t in tools.items()
+                                if getattr(t, "server", None) is server])
+        try:
+            self._watcher(server.change(status, delay))
+        except Exception:  # a client gone, say: the server goes on all the same
+            log.exception("telling the client of MCP server %s failed", server.config.name)
 
     def start(self) -> None:
         if self._task is None and any(s.state == "starting" for s in self.servers):
@@ -161,8 +243,9 @@ class McpServers:
         except ImportError as exc:  # an install without the SDK: the servers say so
             for server in self.servers:
                 if server.state == "starting":
-                    server.state, server.error = "failed", f"the mcp SDK cannot be imported: {exc}"
-                    server.ready.set()
+                    server.ending = Ending(f"the mcp SDK cannot be imported: {exc}")
+                    server.state, server.error = "failed", server.ending.line()
+                    server.settle()
             return
         async with anyio.create_task_group() as tg:
             for server in self.servers:
@@ -199,6 +282,7 @@ class McpServers:
         """Stop every server (a stdio server's whole process group) and wait for it, within
         STOP_BOUND; the reaper kills whatever a stuck stop left behind at the daemon's exit."""
         self._closing.set()
+        self._watcher = None
         task, self._task = self._task, None
         for server in self.servers:
             server.state = "stopped"

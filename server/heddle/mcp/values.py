@@ -21,6 +21,20 @@ class RemoteTool:
 
 
 @dataclass(frozen=True)
+class Ending:
+    """How a server's connection ended: `how` in one line (`exited with code 3`), and the last
+    lines its stderr had written (secrets already masked; empty for an HTTP server)."""
+
+    how: str
+    stderr: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """One line for a tool result or a status: how, and its last three lines of output."""
+        last = " | ".join(self.stderr[-3:])
+        return self.how + (f"; its last output: {last}" if last else "")
+
+
+@dataclass(frozen=True)
 class CallResult:
     """A tool call's result, converted: the text the model reads, the images beside it."""
 

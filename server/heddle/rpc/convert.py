@@ -9,7 +9,7 @@ from heddle_protocol import events as wev
 from heddle.core import events as core
 from heddle.loop.prompt import ContextItem
 from heddle.core.hunks import HunkDecision, check, outcomes, rejection_message
-from heddle.mcp.servers import McpServers
+from heddle.mcp.servers import McpServers, ServerChange, ServerStatus
 from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule
 from heddle.settings import Untrusted
 
@@ -135,11 +135,20 @@ def untrusted(u: Untrusted | None) -> wire.UntrustedSettings | None:
 
 
 def mcp_servers(servers: McpServers | None) -> list[wire.McpServerInfo]:
-    if servers is None:
-        return []
-    return [wire.McpServerInfo(name=s.name, transport=s.transport, source=s.source,  # type: ignore[arg-type]
-                               state=s.state, tools=list(s.tools), error=s.error,
-                               restarts=s.restarts) for s in servers.status()]
+    return [] if servers is None else [mcp_server(s) for s in servers.status()]
+
+
+def mcp_server(s: ServerStatus) -> wire.McpServerInfo:
+    return wire.McpServerInfo(name=s.name, transport=s.transport, source=s.source,  # type: ignore[arg-type]
+                              state=s.state, tools=list(s.tools), error=s.error,
+                              restarts=s.restarts)
+
+
+def mcp_change(session_id: str, c: ServerChange) -> wire.McpServerChangedParams:
+    return wire.McpServerChangedParams(
+        session_id=session_id, server=mcp_server(c.status), message=c.message,
+        stderr=list(c.stderr),
+        restart_in_ms=None if c.restart_in is None else round(c.restart_in * 1000))
 
 
 def mcp_warnings(servers: McpServers | None) -> list[str]:

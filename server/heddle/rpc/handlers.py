@@ -48,11 +48,13 @@ def register(server: Daemon) -> None:
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         await start_mcp(s, settings)
-        return wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace), model=s.model,
-                                     permission_mode=s.policy.mode,
-                                     warnings=settings.warnings + convert.mcp_warnings(s.mcp),
-                                     untrusted_settings=convert.untrusted(settings.untrusted),
-                                     mcp_servers=convert.mcp_servers(s.mcp))
+        result = wire.SessionNewResult(session_id=s.id, workspace=str(s.workspace),
+                                       model=s.model, permission_mode=s.policy.mode,
+                                       warnings=settings.warnings + convert.mcp_warnings(s.mcp),
+                                       untrusted_settings=convert.untrusted(settings.untrusted),
+                                       mcp_servers=convert.mcp_servers(s.mcp))
+        watch_mcp(server, s)
+        return result
 
     async def turn_start(p: wire.TurnStartParams) -> wire.TurnStartResult:
         session = server.sessions.get(p.session_id)
@@ -111,13 +113,15 @@ def register(server: Daemon) -> None:
             seq = seqs[turn_id] = seqs.get(turn_id, -1) + 1
             server.protocol.send_raw({"jsonrpc": "2.0", "method": "turn/event", "params": {
                 "sessionId": session.id, "turnId": turn_id, "seq": seq, "event": event}})
-        return wire.SessionLoadResult(
+        result = wire.SessionLoadResult(
             session_id=session.id, workspace=str(session.workspace), model=session.model,
             permission_mode=session.policy.mode, turns=loaded.turns, title=loaded.title,
             warnings=loaded.warnings + (settings.warnings if settings else [])
             + convert.mcp_warnings(session.mcp),
             untrusted_settings=convert.untrusted(settings.untrusted if settings else None),
             mcp_servers=convert.mcp_servers(session.mcp))
+        watch_mcp(server, session)
+        return result
 
     async def session_close(p: wire.SessionCloseParams) -> wire.SessionCloseResult:
         stopped = await server.sessions.close(p.session_id)
@@ -156,6 +160,14 @@ async def start_mcp(session: Session, settings: LoadedSettings) -> None:
         bound = settings.settings.mcp.startup_timeout  # 0: answer without waiting for them
         session.mcp = await start_servers(configs, session.workspace,
                                           STARTUP_BOUND if bound is None else bound)
+
+
+def watch_mcp(server: Daemon, session: Session) -> None:
+    """From the result on (which says how the servers are now), each change of an MCP server
+    of `session` reaches the client as `mcpServer/changed`."""
+    if session.mcp is not None:
+        session.mcp.watch(lambda change: server.protocol.notify_struct(
+            "mcpServer/changed", convert.mcp_change(session.id, change)))
 
 
 def _asker(server: Daemon, session: Session, turn_id: str):

@@ -138,6 +138,7 @@ local function start()
   local handlers = {
     [protocol.methods.TURN_EVENT] = dispatch(protocol.methods.TURN_EVENT),
     [protocol.methods.PERMISSION_REQUEST] = dispatch(protocol.methods.PERMISSION_REQUEST),
+    [protocol.methods.MCPSERVER_CHANGED] = dispatch(protocol.methods.MCPSERVER_CHANGED),
     [M.SHOW_MESSAGE] = dispatch(M.SHOW_MESSAGE, vim.lsp.handlers[M.SHOW_MESSAGE]),
     [vim.lsp.protocol.Methods.workspace_applyEdit] = apply_edit,
   }

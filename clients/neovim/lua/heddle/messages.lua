@@ -1,9 +1,11 @@
---- The daemon's `window/showMessage` messages, shown with `vim.notify`.
+--- The daemon's `window/showMessage` messages, and what happens to a session's MCP servers
+--- (`mcpServer/changed`), shown with `vim.notify`.
 ---
 --- The daemon's warning about untrusted project settings comes just before the `session/new`
 --- (or `session/load`) result that repeats it with what to trust, so messages that come while a
 --- session opens wait for its result (both arrive in order) and are not shown twice.
 local client = require('heddle.client')
+local protocol = require('heddle.protocol')
 
 local M = {}
 
@@ -61,6 +63,24 @@ client.handlers[client.SHOW_MESSAGE] = function(params)
   else
     show_message(params)
   end
+end
+
+local mcp_levels = {
+  failed = vim.log.levels.ERROR,
+  restarting = vim.log.levels.WARN,
+}
+
+--- An MCP server died and is restarted, runs again, or failed for good: its message, then the
+--- last lines it wrote to stderr. Shown at once, also between turns.
+client.handlers[protocol.methods.MCPSERVER_CHANGED] = function(params)
+  local lines = { params.message }
+  if params.stderr and #params.stderr > 0 then
+    table.insert(lines, '  its last output:')
+    for _, line in ipairs(params.stderr) do
+      table.insert(lines, '    ' .. line)
+    end
+  end
+  notify(table.concat(lines, '\n'), mcp_levels[params.server.state] or vim.log.levels.INFO)
 end
 
 return M

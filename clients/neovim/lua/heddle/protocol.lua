@@ -11,6 +11,7 @@ return {
     TURN_START = "turn/start",
     TURN_CANCEL = "turn/cancel",
     TURN_EVENT = "turn/event",
+    MCPSERVER_CHANGED = "mcpServer/changed",
     PERMISSION_REQUEST = "permission/request",
     WORKSPACE_APPLYEDIT = "workspace/applyEdit",
     RULES_LIST = "rules/list",

@@ -6,11 +6,39 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { TestContext } from "node:test";
+import { heddleScript } from "../../test/support/processes";
 import type { Workbench } from "./workbench";
 
 const HERE = resolve(__dirname, "..", "..");
 const REPO = resolve(HERE, "..", "..");
 const ARTIFACTS = join(HERE, ".e2e", "artifacts");
+
+/**
+ * The editor's settings for a suite under `root`: the extension starts the daemon from this
+ * checkout against the scripted model server at `modelUrl`; nothing of VS Code's gets in the way.
+ */
+export function editorSettings(root: string, modelUrl: string): Record<string, unknown> {
+  return {
+    "heddle.server.command": heddleScript(),
+    "heddle.server.env": {
+      ANTHROPIC_BASE_URL: modelUrl,
+      ANTHROPIC_API_KEY: "test",
+      XDG_STATE_HOME: join(root, "daemon-state"),
+    },
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    "update.mode": "none",
+    "window.commandCenter": false,
+    "editor.minimap.enabled": false,
+    // The edit scenarios keep unsaved changes in buffers.
+    "files.autoSave": "off",
+    "files.hotExit": "off",
+  };
+}
 
 export function makeWorkspace(root: string, name: string, model: string, files: Record<string, string>, settings: Record<string, unknown> = {}): string {
   const folder = join(root, name);

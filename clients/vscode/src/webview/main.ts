@@ -241,6 +241,7 @@ function render(block: Block): HTMLElement {
     case "notice":
       node.dataset.level = block.level;
       node.appendChild(element("div", "text", block.text));
+      if (block.detail) node.appendChild(element("pre", "detail", block.detail));
       break;
     case "end":
       node.dataset.reason = block.reason;

@@ -4,6 +4,7 @@
  */
 
 import type {
+  McpServerChangedParams,
   PermissionRequestParams,
   PermissionRequestResult,
   SessionNewResult,
@@ -18,6 +19,7 @@ export class Recorder implements ConversationHost {
   events: TurnEventParams[] = [];
   asked: PermissionRequestParams[] = [];
   messages: ShowMessageParams[] = [];
+  mcpChanges: McpServerChangedParams[] = [];
   sessions: SessionNewResult[] = [];
   transcript: Transcript = EMPTY;
   private waiters: Array<{ test: () => boolean; done: () => void }> = [];
@@ -36,6 +38,11 @@ export class Recorder implements ConversationHost {
 
   showMessage(params: ShowMessageParams): void {
     this.messages.push(params);
+    this.wake();
+  }
+
+  onMcpServerChanged(params: McpServerChangedParams): void {
+    this.mcpChanges.push(params);
     this.wake();
   }
 

@@ -29,7 +29,9 @@ class RawDaemon:
     def send(self, payload) -> None:
         self.send_bytes(encode(payload if isinstance(payload, bytes) else json.dumps(payload).encode()))
 
-    async def read(self, timeout: float = 10.0) -> dict:
+    async def read(self, timeout: float = 30.0) -> dict:
+        # 30 s: the first model call of a fresh daemon waits for the SDK's import (seconds,
+        # more on a loaded machine); a hang still fails well inside the test's 60 s
         async def one():
             while not self.unread:
                 data = await self.proc.stdout.read(1 << 16)
@@ -45,7 +47,7 @@ class RawDaemon:
         self.send(message)
         return await self.request_reply(msg_id)
 
-    async def request_reply(self, msg_id, timeout: float = 10.0) -> dict:
+    async def request_reply(self, msg_id, timeout: float = 30.0) -> dict:
         """Read (and drop) messages until the reply to request `msg_id`."""
         deadline = time.monotonic() + timeout
         while True:
@@ -232,8 +234,9 @@ async def test_a_notification_with_an_id_leaves_the_daemon_serving(raw, tmp_path
 
 
 async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, workspace, daemon_env):
+    # a turn of 200 s: the daemon exits long before it would end
     scripted.add_scenario("slow", {"steps": [
-        {"content": [{"type": "text", "text": "x" * 2000}], "chunk": 2, "delayMs": 5}]})
+        {"content": [{"type": "text", "text": "x" * 20000}], "chunk": 2, "delayMs": 20}]})
     await raw.initialize()
     session = (await raw.request(2, "session/new", {"workspace": str(workspace),
                                                     "model": "slow"}))["result"]
@@ -241,10 +244,8 @@ async def test_client_closing_stdin_mid_turn_exits_cleanly(raw, scripted, worksp
               "params": {"sessionId": session["sessionId"], "prompt": "go"}})
     while (await raw.read())["params"]["event"]["kind"] != "textDelta":
         pass
-    started = time.monotonic()
     raw.proc.stdin.close()
-    code = await asyncio.wait_for(raw.proc.wait(), 10)
-    assert time.monotonic() - started < 5
+    code = await asyncio.wait_for(raw.proc.wait(), 30)  # not the turn's 200 s
     assert code == 1  # ended without shutdown
     stderr = (await raw.proc.stderr.read()).decode()
     log = open(daemon_env["HEDDLE_LOG_FILE"]).read()

@@ -25,7 +25,7 @@ step bundle node scripts/build.mjs --production --tests
 step package npx vsce package --no-dependencies --allow-missing-repository --skip-license -o "$HEDDLE_VSIX"
 step unit node --test --test-timeout=120000 out/test/
 if compgen -G "out/e2e/*.e2e.js" >/dev/null; then
-  step e2e node --test --test-concurrency=1 --test-timeout=300000 out/e2e/*.e2e.js
+  step e2e node --test --test-concurrency=1 --test-timeout=900000 out/e2e/*.e2e.js
 fi
 
 printf '\n[vscode test] passed; time per step:\n'

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,10 +24,18 @@ RUN_TIMEOUT = 900
 """Seconds one pytest run may take before it counts as hung (each test has its own 60 s)."""
 
 
+SPIN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass\n"
+"""Spins until killed, or until the runner that started it is gone, however it ended."""
+
+
 def hogs(count: int) -> list[subprocess.Popen]:
-    """`count` processes that spin until killed."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                             stdin=subprocess.DEVNULL) for _ in range(count)]
+    """`count` processes that spin until killed or orphaned."""
+    return [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL)
+            for _ in range(count)]
+
+
+def _exit(signum: int, _frame) -> None:
+    raise SystemExit(128 + signum)  # so the busy loops are killed on the way out
 
 
 def last_line(output: str) -> str:
@@ -55,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"flaky: {args.runs} runs of {' '.join(args.tests)} with {args.hogs} busy "
           f"loop{'' if args.hogs == 1 else 's'}; "
           f"failed runs' output in {logs}", flush=True)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit)
     busy = hogs(args.hogs)
     failed: list[int] = []
     try:

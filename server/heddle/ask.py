@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, p
                              printable, show_request)
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
+WHOLE_ID = re.compile(r"[0-9a-f]{32}")
+"""A session id as the daemon gives it (not only the start of one)."""
 INTERRUPTED = 130
 STDOUT_GONE = 141
 """Exit status when nobody reads the answer any more (a closed pipe): 128 + SIGPIPE, as a
@@ -304,7 +307,9 @@ async def _open_session(conn: Connection, args: argparse.Namespace, workspace: s
         if not listed:
             raise RpcError(-32010, f"no earlier session in {workspace}")
         session_id = listed[0]["sessionId"]
-    elif session_id is not None:  # an id, or the start of one as `heddle sessions` shows it
+    elif session_id is not None and not WHOLE_ID.fullmatch(session_id):
+        # the start of an id, as `heddle sessions` shows it (a whole id is loaded as it is, so
+        # a transcript the list skips still gets its own reason)
         session_id = await resolve(conn, session_id, workspace)
     if session_id is None:
         return await conn.request("session/new", {

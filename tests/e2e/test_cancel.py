@@ -19,7 +19,8 @@ from e2e.test_bad_input import RawDaemon
 from e2e.test_turns import new_session
 from procs import alive, all_dead
 
-SLOW_TEXT = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 10}
+SLOW_TEXT = {"content": [{"type": "text", "text": "word " * 400}], "chunk": 5, "delayMs": 100}
+"""40 s of streaming: far longer than any wait for its cancel, however loaded the machine."""
 AFTER = {"content": [{"type": "text", "text": "Continuing."}]}
 
 
@@ -36,14 +37,12 @@ async def test_cancel_during_streaming_then_continue(client, scripted, workspace
     sid = await new_session(client, workspace, "s")
     turn = asyncio.ensure_future(client.call("turn/start", {"sessionId": sid, "prompt": "go"}))
     await client.wait_for_event("textDelta")
-    started = time.monotonic()
     client.protocol.notify("turn/cancel", {"sessionId": sid})
     client.protocol.notify("turn/cancel", {"sessionId": sid})  # idempotent
 
     result = await asyncio.wait_for(turn, 10)
 
     assert (result["reason"], result["cancelPhase"]) == ("cancelled", "streaming")
-    assert time.monotonic() - started < 2.0
     assert result["text"].startswith("word")
     # the input its message_start reported is billed, so it counts, cancelled or not
     (cancelled,) = scripted.requests_for("s")
@@ -220,11 +219,9 @@ async def test_shutdown_while_turn_runs(daemon_env, daemon_command, scripted, wo
     sid = await new_session(c, workspace, "s")
     turn = asyncio.ensure_future(c.call("turn/start", {"sessionId": sid, "prompt": "go"}))
     await c.wait_for_event("textDelta")
-    started = time.monotonic()
     await asyncio.wait_for(c.shutdown_session(), 10)
     result = await asyncio.wait_for(turn, 10)
-    assert result["reason"] == "cancelled"
-    assert time.monotonic() - started < 3.0
+    assert result["reason"] == "cancelled"  # within 10 s, of a 40 s answer
     await c.stop()
 
 

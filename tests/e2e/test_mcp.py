@@ -300,7 +300,7 @@ async def test_restarts_wait_twice_as_long_each_time_then_the_failure_is_reporte
     failed = changes[-1]
     assert failed["message"] == (
         "MCP server srv failed (exited with code 5) and was restarted 3 times; it is not "
-        "restarted again, so calls to its tools fail until the session is loaded again.")
+        "restarted again, so calls to its tools fail until the session is closed and loaded again.")
     assert failed["stderr"] == LAST_WORDS
     assert failed["server"]["restarts"] == 3 and "restartInMs" not in failed
     assert failed["server"]["error"] == (

@@ -163,7 +163,7 @@ def test_cancel_mid_turn_ends_the_turn_promptly_and_the_session_goes_on(
     elapsed = time.monotonic() - started
 
     assert status["last"]["reason"] == "cancelled"
-    assert elapsed < 5, f"cancelling took {elapsed:.1f} s"
+    assert elapsed < 10, f"cancelling took {elapsed:.1f} s"  # of a 20 s answer
     lines = editor.transcript()
     assert lines[:2] == ["## write a long essay", ""]
     assert lines[2].startswith("word")

@@ -148,7 +148,7 @@ async def test_stall_mid_stream_times_out_the_read(server: ScriptedServer, clien
     with pytest.raises(httpx2.ReadTimeout):
         async for _ in stream:
             pass
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 15  # the 0.3 s read timeout, not the 30 s stall
     await stream.close()
     # The stalled handler notices the client has gone and frees its connection.
     for _ in range(100):

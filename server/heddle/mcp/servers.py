@@ -175,8 +175,9 @@ class Server:
                        f"{MAX_RESTARTS})." if self.restarts else
                        f"MCP server {name} is ready; its tools are offered from the next turn.")
         else:
-            tries = f" and was restarted {self.restarts} times" if self.restarts else ""
-            then = ("calls to its tools fail until the session is loaded again"
+            tries = (f" and was restarted {self.restarts} time{'' if self.restarts == 1 else 's'}"
+                     if self.restarts else "")
+            then = ("calls to its tools fail until the session is closed and loaded again"
                     if self.listed is not None else "its tools are not offered in this session")
             message = (f"MCP server {name} failed ({how}){tries}; it is not restarted again, "
                        f"so {then}.")
@@ -225,10 +226,10 @@ class McpServers:
     def _report(self, server: Server, delay: float | None) -> None:
         if self._watcher is None:
             return
-        tools = self.tools()
-        status = server.status([n for n, t in tools.items()
-                                if getattr(t, "server", None) is server])
-        try:
+        try:  # all of it: a fault in telling must not pass for the server's own failure
+            tools = self.tools()
+            status = server.status([n for n, t in tools.items()
+                                    if getattr(t, "server", None) is server])
             self._watcher(server.change(status, delay))
         except Exception:  # a client gone, say: the server goes on all the same
             log.exception("telling the client of MCP server %s failed", server.config.name)

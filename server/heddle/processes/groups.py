@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 KILL_GRACE = 2.0
 """Seconds a group has to end on SIGTERM before SIGKILL; and, after SIGKILL, to be gone."""
-POLL = 0.005
+POLL = 0.02
+"""Seconds between two looks at whether the killed processes are gone."""
 
 
 async def kill_group(process: anyio.abc.Process) -> None:
@@ -32,10 +33,18 @@ async def kill_group(process: anyio.abc.Process) -> None:
 
 async def _end_group(pgid: int) -> None:
     """SIGKILL what is left of the group and wait until none of it runs (at most KILL_GRACE):
-    a killed process still runs for a moment, and its caller is told it is gone."""
+    a killed process still runs for a moment, and its caller is told it is gone. /proc is
+    read once a round, not at every look: only the members found are watched, then the group
+    is looked for again (one that joined meanwhile got the round's SIGKILL too)."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE) as scope:
-        while _signal(pgid, signal.SIGKILL) and group_runs(pgid):
-            await anyio.sleep(POLL)
+        while _signal(pgid, signal.SIGKILL):
+            members = group_members(pgid)
+            if members == []:
+                break
+            while any(_member_runs(pid, pgid) for pid in members or ()):
+                await anyio.sleep(POLL)
+            if members is None:  # no /proc to tell: the signal's answer is all there is
+                await anyio.sleep(POLL)
     if scope.cancelled_caught:
         log.warning("process group %d still runs %g s after SIGKILL", pgid, KILL_GRACE)
 
@@ -49,24 +58,31 @@ def _signal(pgid: int, sig: int) -> bool:
     return True
 
 
-def group_runs(pgid: int) -> bool:
-    """Whether a process of group `pgid` still runs. A zombie (dead, waiting to be reaped:
-    on some machines nothing reaps orphans) does not; without /proc every member counts."""
+def _stat(pid: int | str) -> tuple[bytes, int] | None:
+    """A process's state letter and group, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[0], int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _member_runs(pid: int, pgid: int) -> bool:
+    """Whether `pid` still runs in group `pgid`. A zombie (dead, waiting to be reaped: on some
+    machines nothing reaps orphans) does not; nor does a new process that took its number."""
+    stat = _stat(pid)
+    return stat is not None and stat[1] == pgid and stat[0] not in (b"Z", b"X")
+
+
+def group_members(pgid: int) -> list[int] | None:
+    """The processes of group `pgid` that run; None without /proc to list them."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):  # gone meanwhile
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+        return None
+    return [int(entry) for entry in entries
+            if entry.isdigit() and _member_runs(int(entry), pgid)]
 
 
 async def open_group(command: list[str], env: dict[str, str] | None,

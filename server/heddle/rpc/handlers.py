@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -164,10 +165,29 @@ async def start_mcp(session: Session, settings: LoadedSettings) -> None:
 
 def watch_mcp(server: Daemon, session: Session) -> None:
     """From the result on (which says how the servers are now), each change of an MCP server
-    of `session` reaches the client as `mcpServer/changed`."""
-    if session.mcp is not None:
-        session.mcp.watch(lambda change: server.protocol.notify_struct(
-            "mcpServer/changed", convert.mcp_change(session.id, change)))
+    of `session` reaches the client as `mcpServer/changed`. Called by the handler that answers
+    with that result: a change until the answer is out waits for it (pygls sends the answer
+    from a done callback of the handler's task added before this one), so the client never
+    hears of a session it has not been given yet."""
+    if session.mcp is None:
+        return
+    held: list | None = []
+
+    def tell(change) -> None:
+        if held is not None:
+            held.append(change)
+        else:
+            server.protocol.notify_struct("mcpServer/changed",
+                                          convert.mcp_change(session.id, change))
+
+    def answered(_task) -> None:
+        nonlocal held
+        waiting, held = held or [], None
+        for change in waiting:
+            tell(change)
+
+    session.mcp.watch(tell)
+    asyncio.current_task().add_done_callback(answered)
 
 
 def _asker(server: Daemon, session: Session, turn_id: str):

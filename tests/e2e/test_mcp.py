@@ -472,13 +472,14 @@ async def test_a_streamable_http_server_gets_its_headers(
     await asyncio.wait_for(until(Path(f"{gate}.loaded").exists), 30)
     gone_server.kill()  # the server goes away: a call is an error result, the session goes on
     gone_server.wait(10)
-    again = await client.call("turn/start", {"sessionId": opened["sessionId"], "prompt": "go"})
-    assert again["reason"] == "completed"
+    again = asyncio.ensure_future(client.call(
+        "turn/start", {"sessionId": opened["sessionId"], "prompt": "go"}))
+    await asyncio.wait_for(until(lambda: client.mcp_changes), 30)  # the call found it gone
+    assert client.mcp_changes[0]["server"]["state"] == "restarting"
+    gate.touch()  # back on the same URL, while Heddle still connects again (3.5 s at most)
+    assert (await again)["reason"] == "completed"
     (gone,) = results(scripted, "web")
     assert gone["is_error"] and "The MCP server web" in gone["content"]
-    assert client.mcp_changes[0]["server"]["state"] == "restarting"
-
-    gate.touch()  # back on the same URL, while Heddle still connects again (3.5 s at most)
     await asyncio.wait_for(until(
         lambda: client.mcp_changes[-1]["server"]["state"] != "restarting"), 30)
     assert client.mcp_changes[-1]["server"]["state"] == "ready"

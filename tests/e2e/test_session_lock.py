@@ -75,7 +75,9 @@ async def test_an_unknown_session_is_refused_at_once_while_a_held_one_waits(
     waiting = f"waiting for another process to release session {sid}"
     assert waiting not in log.read_text()
     held = asyncio.ensure_future(two.call("session/load", {"sessionId": sid}))
-    while waiting not in log.read_text():  # the load waits for `one` to let the session go
+    for _ in range(1500):  # 30 s: the load waits for `one` to let the session go
+        if waiting in log.read_text():
+            break
         assert not held.done()
         await asyncio.sleep(0.02)
 
@@ -85,5 +87,5 @@ async def test_an_unknown_session_is_refused_at_once_while_a_held_one_waits(
     assert err.value.code == -32010 and f"no session '{unknown}'" in str(err.value)
     assert not held.done()  # answered while the held one is still waiting: no wait of its own
     assert f"release session {unknown}" not in log.read_text()
-    await one.stop()
+    await one.call("session/close", {"sessionId": sid})  # at once: the held load waits 3 s at most
     assert (await held)["turns"] == 1

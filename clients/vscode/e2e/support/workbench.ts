@@ -51,30 +51,35 @@ export class Workbench {
 
   /** Open the palette on `title`'s row; the function returned runs it (presses Enter). */
   async prepareCommand(title: string): Promise<() => Promise<void>> {
+    const input = await this.quickOpen(`>${title}`, title);
+    return () => input.press("Enter");
+  }
+
+  /**
+   * Open the palette, type `text` and wait for a row showing `row`. F1 pressed while a webview
+   * has focus reaches the workbench through the webview's key forwarding, which can drop it, and
+   * the palette closes when focus moves (a webview or an editor taking it back as the palette
+   * opens): each step is tried again from F1, a bounded number of times.
+   */
+  private async quickOpen(text: string, row: string): Promise<Locator> {
     const input = this.quickInput.locator("input");
-    // F1 pressed while a webview has focus reaches the workbench through the webview's key
-    // forwarding, which can drop it: try again, a bounded number of times.
     for (let attempt = 1; ; attempt++) {
+      const timeout = attempt < 3 ? 5000 : STEP_MS;
       await this.page.keyboard.press("F1");
       try {
-        await input.waitFor({ timeout: attempt < 3 ? 5000 : STEP_MS });
-        break;
+        await input.waitFor({ timeout });
+        await input.fill(text, { timeout });
+        await this.quickInputRow(row).first().waitFor({ timeout });
+        return input;
       } catch (error) {
         if (attempt >= 3) throw error;
       }
     }
-    await input.fill(`>${title}`);
-    await this.quickInputRow(title).first().waitFor();
-    return () => input.press("Enter");
   }
 
   /** Open a workspace file with quick open and wait for its editor. */
   async openFile(name: string, expectText: string): Promise<Locator> {
-    await this.page.keyboard.press("F1");
-    const input = this.quickInput.locator("input");
-    await input.waitFor();
-    await input.fill(name);
-    await this.quickInputRow(name).first().waitFor();
+    const input = await this.quickOpen(name, name);
     await input.press("Enter");
     const editor = this.page.locator(".editor-instance .monaco-editor", { hasText: expectText }).first();
     await editor.waitFor();

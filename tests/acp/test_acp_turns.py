@@ -44,8 +44,10 @@ async def test_initialize_is_honest(daemon_env, workspace):
         assert init.auth_methods == []  # a key is in the environment
 
 
-async def test_without_a_key_an_auth_method_says_what_to_set(daemon_env, workspace):
-    env = {k: v for k, v in daemon_env.items() if not k.startswith("ANTHROPIC_")}
+@pytest.mark.parametrize("left", [{}, {"ANTHROPIC_AUTH_TOKEN": "t", "ANTHROPIC_BASE_URL": " "}],
+                         ids=["nothing", "a token the model client does not use"])
+async def test_without_a_key_an_auth_method_says_what_to_set(daemon_env, workspace, left):
+    env = {k: v for k, v in daemon_env.items() if not k.startswith("ANTHROPIC_")} | left
     async with agent(env, workspace) as (conn, _, init):
         [method] = init.auth_methods
         assert "ANTHROPIC_API_KEY" in method.description

@@ -128,3 +128,14 @@ def test_a_settings_file_that_is_a_symlink_is_written_through(tmp_path):
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert tomllib.loads(real.read_text())["permissions"]["allow"] == ["Read"]
     assert [p.name for p in real.parent.iterdir()] == ["settings.toml"]  # no temporary left
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("kind", ["a named pipe", "a folder"])
+def test_a_settings_path_that_is_no_file_is_refused_at_once(tmp_path, kind):
+    path = tmp_path / "settings.toml"
+    os.mkfifo(path) if kind == "a named pipe" else path.mkdir()
+    with pytest.raises(SettingsWriteError, match=f"cannot read .*{kind}"):
+        add_rule(path, "allow", "Bash(ls:*)")
+    with pytest.raises(SettingsWriteError, match=f"cannot read .*{kind}"):
+        remove_rule(path, "allow", "Bash(ls:*)")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import heddle
+from heddle.envvars import no_model_endpoint
 
-CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
 AUTH_METHOD = {
     "id": "anthropic-env",
     "name": "Anthropic API key in the environment",
@@ -23,7 +23,9 @@ AUTH_METHOD = {
 
 
 def authenticated(env: dict[str, str]) -> bool:
-    return any(env.get(name) for name in CREDENTIALS)
+    """Whether a model call can be made: the model client's own rule (ANTHROPIC_AUTH_TOKEN
+    alone is no credential it uses)."""
+    return no_model_endpoint(env) is None
 
 
 def initialize_result(env: dict[str, str], transcripts: bool) -> dict[str, Any]:

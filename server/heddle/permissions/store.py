@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from heddle.atomic import write_atomic
+from heddle.regular import read_regular
 from heddle.rules import RuleKind
 
 
@@ -51,9 +52,13 @@ def remove_rule(path: Path, kind: RuleKind, rule: str) -> Saved | None:
     return Saved(data, _write(path, text, data, kind, [r for r in rules if r != rule]))
 
 
+READ_LIMIT = 1 << 20
+"""Bytes a settings file to save into may hold (as loading it reads)."""
+
+
 def _read(path: Path) -> tuple[str, dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a named pipe there would block a plain read until something writes to it
+        text = read_regular(path, READ_LIMIT).decode("utf-8")
     except FileNotFoundError:
         return "", {}
     except (OSError, UnicodeDecodeError) as exc:

@@ -19,6 +19,9 @@ from heddle.launch import python_command
 from heddle.terminal import clean
 
 SHUTDOWN_TIMEOUT = 5.0
+INITIALIZE_TIMEOUT = 60.0
+"""Seconds a daemon may take to answer `initialize` (it answers in about a second; a busy
+machine, many times that)."""
 STDERR_LINES = 20
 """Lines of the daemon's stderr kept, to show if it stops without saying why."""
 
@@ -65,11 +68,19 @@ class Daemon:
             limit=64 * 1024 * 1024, start_new_session=True)
         return cls(proc)
 
-    async def initialize(self, client: str, capabilities: dict[str, Any] | None = None) -> None:
-        """`initialize` and `initialized`, as `client`."""
-        await self.conn.request("initialize", {
-            "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": client},
-            "capabilities": capabilities or {}})
+    async def initialize(self, client: str, capabilities: dict[str, Any] | None = None,
+                         timeout: float = INITIALIZE_TIMEOUT) -> None:
+        """`initialize` and `initialized`, as `client`. A daemon that does not answer within
+        `timeout` is killed, and ConnectionError raised (`lost` says why)."""
+        try:
+            await asyncio.wait_for(self.conn.request("initialize", {
+                "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": client},
+                "capabilities": capabilities or {}}), timeout)
+        except asyncio.TimeoutError:
+            self.errors.append(f"the daemon did not answer `initialize` within {timeout:g} s, "
+                               "so it was stopped (its log may say why)")
+            self.kill()
+            raise ConnectionError("no answer to initialize") from None
         self.conn.notify("initialized", {})
 
     def announced(self, params: dict[str, Any]) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 
 import anyio
+import pytest
 
 from heddle.client import Connection
 from heddle.frames import encode
@@ -77,3 +79,19 @@ async def test_output_that_is_not_a_message_ends_the_connection_with_the_reason(
     assert "cannot read the daemon's output" in caplog.text and "Traceback" in caplog.text
     writer.close()
     os.close(read_fd)
+
+
+async def test_a_daemon_that_never_answers_initialize_is_stopped_and_said_so():
+    from heddle import spawn
+    silent = [sys.executable, "-c", "import sys, time; print('loading…', file=sys.stderr); "
+              "time.sleep(60)"]
+    daemon = await spawn.Daemon.start(silent, dict(os.environ))
+    try:
+        with pytest.raises(ConnectionError):
+            await daemon.initialize("test", timeout=0.5)
+        assert daemon.proc.returncode is not None or await asyncio.wait_for(daemon.proc.wait(), 10)
+        [said] = await daemon.lost()
+        assert said == ("heddle: the daemon did not answer `initialize` within 0.5 s, so it was "
+                        "stopped (its log may say why)")
+    finally:
+        await daemon.stop()

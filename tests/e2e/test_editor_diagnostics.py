@@ -13,7 +13,7 @@ from lsprotocol import types as lsp_types
 from pytest_lsp import ClientServerConfig
 
 from e2e import lsp
-from e2e.test_editor_edits import Editor, client_factory, run_turn
+from e2e.test_editor_edits import THREE, Editor, client_factory, run_turn
 from e2e.test_permissions import last_results, tool, write_settings
 
 NOTE = ("They were not there before this edit. Fix the ones your change caused, unless your "
@@ -243,3 +243,22 @@ async def test_a_cancel_during_the_wait_ends_the_turn_at_once(daemon_env, daemon
         assert "foo" in editor.text(app)  # the edit itself had landed
     finally:
         await lsp.stop(editor.client)
+
+
+async def test_a_reviewed_edit_tells_the_problems_of_what_was_written(editor, scripted,
+                                                                      workspace):
+    values = workspace / "values.py"
+    values.write_text(THREE)
+    editor.open(values, THREE)
+    editor.client.answer = lambda params: {"decision": "allowOnce", "hunks": [
+        {"index": 1, "decision": "reject"}]}
+    edits = [{"old_string": "v2 = 2", "new_string": "v2 = foo"},
+             {"old_string": "v28 = 28", "new_string": "v28 = foo"}]
+    await run_turn(editor, scripted, workspace, "reviewed",
+                   [tool("MultiEdit", path="values.py", edits=edits)], mode="default")
+    (result,) = last_results(scripted, "reviewed")
+    assert result["content"].startswith("Edited values.py with 1 of 2 hunks of your change")
+    assert result["content"].endswith(
+        "\n\nThe editor now reports 1 new error in values.py:\n"
+        "  line 2: error: undefined name 'foo' (pyflakes)\n" + NOTE)
+    assert len(editor.asked) == 3

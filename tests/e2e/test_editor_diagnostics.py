@@ -13,11 +13,25 @@ from lsprotocol import types as lsp_types
 from pytest_lsp import ClientServerConfig
 
 from e2e import lsp
-from e2e.test_editor_edits import THREE, Editor, client_factory, run_turn
-from e2e.test_permissions import last_results, tool, write_settings
+from e2e.test_editor_edits import THREE, Editor, client_factory
+from e2e.test_permissions import DONE, last_results, tool, write_settings
+from e2e.test_turns import new_session
 
 NOTE = ("They were not there before this edit. Fix the ones your change caused, unless your "
         "next edits resolve them.")
+
+
+TURN_BOUND = 45
+"""Seconds a turn may take: a fresh daemon's first model call waits for the SDK's warm-up,
+which takes seconds on a loaded machine (a turn here takes about one)."""
+
+
+async def run_turn(editor: Editor, scripted, workspace: Path, model: str, calls: list[dict],
+                   mode: str = "acceptEdits") -> dict:
+    scripted.add_scenario(model, {"steps": [{"content": calls}, DONE]})
+    sid = await new_session(editor.client, workspace, model, permissionMode=mode)
+    return await editor.client.call("turn/start", {"sessionId": sid, "prompt": "go"},
+                                    timeout=TURN_BOUND)
 
 
 def diagnostic(line: int, message: str, severity: int = 1, source: str | None = "pyflakes",
@@ -233,7 +247,7 @@ async def test_a_cancel_during_the_wait_ends_the_turn_at_once(daemon_env, daemon
         editor.open(app, app.read_text())
         turn = asyncio.ensure_future(run_turn(editor, scripted, workspace, "slow", [
             tool("Edit", path="app.py", old_string="'Hello, ' + name", new_string="foo")]))
-        await asyncio.wait_for(polling.wait(), 30)
+        await asyncio.wait_for(polling.wait(), 40)
         editor.client.protocol.notify("turn/cancel",
                                       {"sessionId": editor.client.events[0]["sessionId"]})
         result = await asyncio.wait_for(turn, 15)

@@ -215,8 +215,9 @@ async def test_an_editor_that_does_not_answer_well_leaves_the_result_alone(
 @pytest.mark.parametrize("why", ["not declared", "diagnostics_wait = 0"])
 async def test_no_question_without_the_capability_or_with_the_setting_at_zero(
         daemon_env, daemon_command, scripted, workspace, why):
-    if why != "not declared":
+    if why != "not declared":  # (and it wins over the daemon's environment)
         write_settings(workspace / ".heddle" / "settings.toml", f"[editor]\n{why}\n")
+        daemon_env = dict(daemon_env, HEDDLE_DIAGNOSTICS_WAIT="5")
     editor = await start(daemon_env, daemon_command, declare=why != "not declared")
     try:
         app = workspace / "app.py"

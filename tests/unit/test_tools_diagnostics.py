@@ -12,7 +12,9 @@ import pytest
 from heddle.core.diagnostics import (ERROR, HINT, INFORMATION, WARNING, Diagnostic,
                                      DiagnosticsReport, DiagnosticsUnavailable)
 from heddle.core.tools import ToolContext
-from heddle.tools.diagnostics import LISTED, describe, moved_lines, new_problems
+from heddle.sessions.setup import from_env
+from heddle.settings import load_settings
+from heddle.tools.diagnostics import DEFAULT_WAIT, LISTED, describe, moved_lines, new_problems
 from heddle.tools.documents import EditorDocuments
 from heddle.tools.edits import Write
 from heddle.tools.files import Edit
@@ -173,3 +175,28 @@ async def test_no_question_when_the_setting_is_zero_or_the_file_is_not_open(ctx)
     out = await Write().run(Write().normalise(msgspec.convert(
         {"path": "b.py", "content": "x = (\n"}, Write.input_type), ctx), ctx)
     assert out.content == "Created b.py (1 line)." and answers.asked == []
+
+
+def test_the_wait_comes_from_the_settings_files_else_the_environment(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    user = tmp_path / "config" / "heddle" / "settings.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text("[editor]\ndiagnostics_wait = 5\n")
+    ws = tmp_path / "ws"
+    (ws / ".heddle").mkdir(parents=True)
+    assert load_settings(ws, env).settings.editor.diagnostics_wait == 5
+    # the project's applies untrusted: it can only make edits wait for the editor, or not
+    (ws / ".heddle" / "settings.toml").write_text(
+        "[editor]\ndiagnostics_wait = 0\n[permissions]\nallow = ['Bash']\n")
+    loaded = load_settings(ws, env)
+    assert loaded.untrusted is not None and loaded.settings.editor.diagnostics_wait == 0
+    (ws / ".heddle" / "settings.toml").write_text("[editor]\ndiagnostics_wait = -1\n")
+    loaded = load_settings(ws, env)
+    assert loaded.settings.editor.diagnostics_wait == 5
+    assert any("editor.diagnostics_wait" in w for w in loaded.warnings)
+
+    base = {"ANTHROPIC_API_KEY": "test"}
+    assert from_env(base).deps.diagnostics_wait == DEFAULT_WAIT == 2
+    assert from_env(base | {"HEDDLE_DIAGNOSTICS_WAIT": "0.5"}).deps.diagnostics_wait == 0.5
+    with pytest.raises(ValueError, match="HEDDLE_DIAGNOSTICS_WAIT must be a number"):
+        from_env(base | {"HEDDLE_DIAGNOSTICS_WAIT": "soon"})

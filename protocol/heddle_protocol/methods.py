@@ -69,6 +69,10 @@ METHODS: tuple[Method, ...] = (
            t.ApplyWorkspaceEditParams, t.ApplyWorkspaceEditResult,
            "Standard LSP: change an open document's buffer at the version the client reported; "
            "sent only to clients that declare workspace.applyEdit and documentChanges."),
+    Method("diagnostics/list", Direction.SERVER_TO_CLIENT, Kind.REQUEST,
+           t.DiagnosticsListParams, t.DiagnosticsListResult,
+           "The diagnostics the client holds for an open document; sent only to clients that "
+           "declare diagnosticRequests, around an edit of that document."),
     Method("rules/list", Direction.CLIENT_TO_SERVER, Kind.REQUEST,
            t.RulesListParams, t.RulesListResult,
            "The permission rules a session applies, with their scopes."),

@@ -42,6 +42,10 @@ class ClientHeddleCapabilities(Wire):
     review_hunks: bool = False
     """The client can answer an edit's `permission/request` per hunk (`hunks`, `finalText`).
     Informative: the daemon sends `preview.before/after/hunks` to every client."""
+    diagnostic_requests: bool = False
+    """The client answers `diagnostics/list` with an open document's diagnostics (its language
+    servers' errors and warnings). Omitted: false, so the client is never asked, and the
+    result of an edit tells the model of no diagnostics."""
 
 
 class ServerHeddleCapabilities(Wire):
@@ -468,6 +472,40 @@ class ApplyWorkspaceEditResult(Wire):
     failure_reason: str | None = None
     """With `applied: false`: why, quoted to the model. Omitted: no reason given."""
     failed_change: int | None = None
+
+
+# --- diagnostics/list (daemon -> client) ------------------------------------------------------
+
+class DiagnosticsListParams(Wire):
+    uri: str
+    """The open document, as the client named it in `textDocument/didOpen`."""
+
+
+DiagnosticSeverity = Literal[1, 2, 3, 4]
+"""LSP's: 1 error, 2 warning, 3 information, 4 hint."""
+
+
+class Diagnostic(Wire):
+    """LSP's `Diagnostic`, the part the daemon reads."""
+
+    range: TextRange
+    """Where, in the document as the client holds it now. The daemon uses the start line."""
+    severity: DiagnosticSeverity
+    message: str
+    source: str | None = None
+    """What reported it (`Pylance`, `json`). Omitted: not said."""
+    code: str | int | None = None
+    """The source's code for it (`reportUndefinedVariable`, `F401`). Omitted: none."""
+
+
+class DiagnosticsListResult(Wire):
+    diagnostics: list[Diagnostic]
+    """Every diagnostic the client holds for the document now, from every source."""
+    generation: int | None = None
+    """A number the client raises each time any source reports the document's diagnostics
+    again, even the same ones, so the daemon can tell that they are fresh after an edit.
+    Omitted: the daemon can tell only by their differing from before the edit, so after an
+    edit that changes none it waits the whole settle time."""
 
 
 # --- workspace trust --------------------------------------------------------------------------

@@ -116,6 +116,15 @@ class McpSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     0: it does not wait)."""
 
 
+class EditorSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """`[editor]`: how Heddle works with the editor's documents."""
+
+    diagnostics_wait: Annotated[float, msgspec.Meta(ge=0, le=60)] | None = None
+    """Seconds an edit of a document open in the editor waits at most for the editor's
+    diagnostics of the new text, to tell the model of new errors and warnings; 0: do not ask.
+    Omitted: `HEDDLE_DIAGNOSTICS_WAIT`, else 2."""
+
+
 CacheTtl = Literal["5m", "1h"]
 
 
@@ -172,6 +181,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     tools: ToolSettings = ToolSettings()
     cache: CacheSettings = CacheSettings()
     mcp: McpSettings = McpSettings()
+    editor: EditorSettings = EditorSettings()
 
 
 @dataclass(frozen=True)
@@ -383,7 +393,10 @@ def merge(user: Settings, project: Settings) -> Settings:
         cache=project.cache.over(user.cache),
         mcp=McpSettings(servers={**user.mcp.servers, **project.mcp.servers},
                         startup_timeout=user.mcp.startup_timeout
-                        if project.mcp.startup_timeout is None else project.mcp.startup_timeout))
+                        if project.mcp.startup_timeout is None else project.mcp.startup_timeout),
+        editor=EditorSettings(diagnostics_wait=user.editor.diagnostics_wait
+                              if project.editor.diagnostics_wait is None
+                              else project.editor.diagnostics_wait))
 
 
 # --- trust ------------------------------------------------------------------------------------
@@ -407,11 +420,12 @@ def widening(project: Settings, user: Settings) -> list[str]:
 
 
 def narrowed(project: Settings, user: Settings) -> Settings:
-    """Only what cannot widen permissions: the models and their limits, deny and ask rules, a
-    stricter mode (no MCP servers: they are programs of the workspace's)."""
+    """Only what cannot widen permissions: the models and their limits, the cache and editor
+    settings, deny and ask rules, a stricter mode (no MCP servers: they are programs of the
+    workspace's)."""
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
-                    cache=project.cache, models=project.models,
+                    cache=project.cache, models=project.models, editor=project.editor,
                     permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
                                                    else p.mode, deny=p.deny, ask=p.ask))
 

@@ -69,10 +69,10 @@ class Editor:
             [lsp_types.TextDocumentContentChangeWholeDocument(text=text)]))
 
 
-def client_factory(editors: list[Editor]):
+def client_factory(editors: list[Editor], kind: type[Editor] = Editor):
     def make() -> lsp.HeddleTestClient:
         client = lsp.make_client()
-        editor = Editor(client)
+        editor = kind(client)
         editors.append(editor)
 
         @client.feature("workspace/applyEdit")

@@ -8,11 +8,13 @@
  *  - three hunks, the middle one rejected with a message: the file holds exactly the others,
  *    and the next request to the model carries the decision and the message;
  *  - the user edits the proposal: the model sees the text that was written;
- *  - the file changes while the review is open: the tool result says so and nothing is written.
+ *  - the file changes while the review is open: the tool result says so and nothing is written;
+ *  - an edit breaks an open JSON file: the tool result carries the syntax error VS Code's JSON
+ *    validation reports after the edit (`diagnostics/list`).
  */
 
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { it } from "node:test";
 import type { Browser } from "playwright-core";
@@ -20,7 +22,7 @@ import type { CodeServer } from "./support/codeServer";
 import { makeWorkspace, milestones, screenshot, withPage } from "./support/scenario";
 import { Workbench } from "./support/workbench";
 
-export const EDIT_MODELS = ["vscode-sync", "vscode-sync-always", "vscode-hunks", "vscode-own-text", "vscode-changed-meanwhile"];
+export const EDIT_MODELS = ["vscode-sync", "vscode-sync-always", "vscode-hunks", "vscode-own-text", "vscode-changed-meanwhile", "vscode-diagnostics"];
 
 interface Suite {
   root: string;
@@ -212,6 +214,29 @@ export function editScenarios(suite: () => Suite): void {
       assert.deepEqual(buffer.slice(0, 8), ["debug = False", ...numbered(6).trimEnd().split("\n"), "# typed during the review"]);
       assert.equal(buffer.includes("retries = 3"), false);
       assert.equal(readFileSync(join(folder, "conf.py"), "utf8"), conf);
+    });
+  });
+
+  it("an edit breaks an open JSON file: the model hears of the error VS Code reports", async (t) => {
+    const mark = milestones(t);
+    const data = '{\n  "a": 1,\n  "b": 2\n}\n';
+    const { folder, workbench } = await open("diagnostics", "vscode-diagnostics", { "data.json": data });
+    // Bounds the wait for VS Code's JSON validation well above what a loaded machine needs
+    // (the daemon stops waiting as soon as the diagnostics are fresh and settled).
+    mkdirSync(join(folder, ".heddle"));
+    writeFileSync(join(folder, ".heddle", "settings.toml"), "[editor]\ndiagnostics_wait = 20\n");
+    await withPage(t, workbench, async () => {
+      const page = workbench.page;
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+      await workbench.openFile("data.json", '"b": 2');
+      await ask(workbench, "Add c to the data");
+      await review(workbench, "Edit data.json");
+      await page.keyboard.press("Control+Enter");
+      const panel = workbench.panel();
+      await panel.locator('section.end[data-reason="completed"]').waitFor();
+      mark("turn completed");
+      // The model only answers if the Edit's result told it of the error on line 3.
+      assert.equal(await panel.locator("section.assistant").last().innerText(), "VS Code says data.json lost a comma; I will put it back.");
     });
   });
 }

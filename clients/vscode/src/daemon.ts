@@ -19,7 +19,8 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { applyWorkspaceEdit } from "./applyEdit";
-import { Methods, PROTOCOL_VERSION, type ApplyWorkspaceEditParams, type ClientHeddleCapabilities, type ServerHeddleCapabilities } from "./protocol.generated";
+import { DiagnosticsSource } from "./diagnostics";
+import { Methods, PROTOCOL_VERSION, type ApplyWorkspaceEditParams, type ClientHeddleCapabilities, type DiagnosticsListParams, type ServerHeddleCapabilities } from "./protocol.generated";
 import type { CancellationSignal, Disposable, Rpc } from "./session";
 import * as settings from "./settings";
 
@@ -35,13 +36,14 @@ const DYNAMIC_METHODS = new Set([
 ]);
 
 /**
- * Announces `capabilities.experimental.heddle`: the daemon sends permission requests, and edits
- * can be answered per hunk (the review diff). The standard `workspace.applyEdit` and
+ * Announces `capabilities.experimental.heddle`: the daemon sends permission requests, edits
+ * can be answered per hunk (the review diff), and the daemon may ask for a document's
+ * diagnostics around an edit (`diagnostics/list`). The standard `workspace.applyEdit` and
  * `workspaceEdit.documentChanges` the LanguageClient declares itself.
  */
 class HeddleFeature implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
-    const heddle: ClientHeddleCapabilities = { permissionRequests: true, reviewHunks: true };
+    const heddle: ClientHeddleCapabilities = { permissionRequests: true, reviewHunks: true, diagnosticRequests: true };
     capabilities.experimental = { ...(capabilities.experimental as object), heddle };
   }
   initialize(): void {}
@@ -62,6 +64,7 @@ export class Daemon implements Rpc, vscode.Disposable {
   readonly onDidChangeState = this.stateEmitter.event;
   generation = 0;
   server?: ServerHeddleCapabilities;
+  private readonly diagnostics = new DiagnosticsSource();
 
   constructor(private readonly log: vscode.LogOutputChannel) {}
 
@@ -119,6 +122,7 @@ export class Daemon implements Rpc, vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.stateEmitter.dispose();
+    this.diagnostics.dispose();
   }
 
   private register(
@@ -176,6 +180,7 @@ export class Daemon implements Rpc, vscode.Disposable {
     // for this request).
     client.onRequest(Methods.WorkspaceApplyEdit, (params: ApplyWorkspaceEditParams) =>
       applyWorkspaceEdit(params, client.protocol2CodeConverter, this.log));
+    client.onRequest(Methods.DiagnosticsList, (params: DiagnosticsListParams) => this.diagnostics.list(params));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client) this.stateEmitter.fire("stopped");
     });

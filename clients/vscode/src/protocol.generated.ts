@@ -16,6 +16,7 @@ export const Methods = {
   McpServerChanged: "mcpServer/changed",
   PermissionRequest: "permission/request",
   WorkspaceApplyEdit: "workspace/applyEdit",
+  DiagnosticsList: "diagnostics/list",
   RulesList: "rules/list",
   RulesAdd: "rules/add",
   RulesRevoke: "rules/revoke",
@@ -60,6 +61,7 @@ export interface ApplyWorkspaceEditResult {
 export interface ClientHeddleCapabilities {
   permissionRequests?: boolean;
   reviewHunks?: boolean;
+  diagnosticRequests?: boolean;
 }
 export interface CommandPreview {
   kind: "command";
@@ -78,6 +80,20 @@ export interface ContextItem {
   text?: string | null;
   range?: LineRange | null;
   language?: string | null;
+}
+export interface Diagnostic {
+  range: TextRange;
+  severity: 1 | 2 | 3 | 4;
+  message: string;
+  source?: string | null;
+  code?: string | number | null;
+}
+export interface DiagnosticsListParams {
+  uri: string;
+}
+export interface DiagnosticsListResult {
+  diagnostics: Array<Diagnostic>;
+  generation?: number | null;
 }
 export interface DiffHunk {
   index: number;

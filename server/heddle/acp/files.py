@@ -76,6 +76,9 @@ class ClientFiles:
     def editor(self) -> ClientFiles | None:
         return self if self.write else None
 
+    diagnostics = None
+    """ACP has no request for a document's diagnostics: edits report none."""
+
     # -- Editor (the event loop) -------------------------------------------------------------
     async def apply(self, buffer: Buffer, new_text: str, label: str) -> str | None:
         path = unquote(urlparse(buffer.uri).path)

@@ -14,6 +14,7 @@ from typing import Awaitable, Any, Callable, ClassVar, Protocol, runtime_checkab
 
 import msgspec
 
+from heddle.core.diagnostics import Diagnostics
 from heddle.core.events import CoreEvent, OutputStream, Preview, ToolOutputChunk
 from heddle.core.hunks import Review
 
@@ -80,6 +81,11 @@ class EditorBuffers(Protocol):
         """How to change open documents; None: the client cannot (no applyEdit)."""
         ...
 
+    @property
+    def diagnostics(self) -> Diagnostics | None:
+        """How to ask for an open document's diagnostics; None: the client cannot."""
+        ...
+
 
 def _nowhere_else(tool: str, path: Path) -> bool:
     return False
@@ -99,6 +105,9 @@ class ToolContext:
     results_dir: Path | None = None
     """Where this session's over-long tool results are saved in full; Read may read what is in
     it, though it is outside the workspace. None: not saved."""
+    diagnostics_wait: float = 0.0
+    """Seconds an edit of an open document waits at most for the editor's diagnostics of the
+    result (`[editor] diagnostics_wait`); 0: it does not ask for them."""
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""

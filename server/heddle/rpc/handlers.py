@@ -46,6 +46,7 @@ def register(server: Daemon) -> None:
                                 server.defaults_for(settings),
                                 mode_from_settings=not p.permission_mode)
         s.cache = settings.settings.cache
+        s.editor = settings.settings.editor
         log.info("session %s on %s (model %s, mode %s, %d rules)", s.id, s.workspace, s.model,
                  policy.mode, len(policy.rules))
         await start_mcp(s, settings)
@@ -108,6 +109,7 @@ def register(server: Daemon) -> None:
         if settings is not None:  # the settings' fallback model, read with the session's folder
             session.options = session.options.over(server.defaults_for(settings))
             session.cache = settings.settings.cache
+            session.editor = settings.settings.editor
             await start_mcp(session, settings)
         seqs: dict[str, int] = {}
         for turn_id, event in loaded.events:

@@ -25,7 +25,7 @@ from heddle.core.stream import ModelCaller
 from heddle.envvars import number
 from heddle.model.anthropic_client import AnthropicModel
 from heddle.processes.reaper import REAPER
-from heddle.rpc import documents, handlers, permissions
+from heddle.rpc import diagnostics, documents, handlers, permissions
 from heddle.rpc.boot import Boot, heddle_capabilities
 from heddle.rpc.errorlog import REQUEST_ERRORS
 from heddle.rpc.protocol import HeddleProtocol
@@ -71,7 +71,7 @@ class HeddleServer(LanguageServer):
         self._background: set[asyncio.Task] = set()
         self.requests_running: set[asyncio.Task] = set()
         """Handlers of requests not yet answered (a stopping daemon lets them answer)."""
-        for area in (handlers, documents, permissions):
+        for area in (handlers, documents, permissions, diagnostics):
             area.register(self)
 
     # -- state --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from heddle.rules import KINDS
 from heddle.settings import ModelLimitSettings
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptInUse, TranscriptWriter, held_elsewhere, read)
-from heddle.settings import CacheSettings
+from heddle.settings import CacheSettings, EditorSettings
 from heddle.tools.documents import EditorDocuments
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,8 @@ class Session:
     """The editor's open documents (one set for the daemon's sessions)."""
     cache: CacheSettings = CacheSettings()
     """The settings files' `[cache]` (unset fields: the daemon's defaults)."""
+    editor: EditorSettings = EditorSettings()
+    """The settings files' `[editor]` (unset fields: the daemon's defaults)."""
     last_call_at: float | None = None
     """`time.monotonic()` when its last turn ended (about its last model call); None: no turn
     in this daemon yet."""

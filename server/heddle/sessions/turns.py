@@ -46,6 +46,7 @@ from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionE
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
 from heddle.tools.base import schema_of
+from heddle.tools.diagnostics import DEFAULT_WAIT
 from heddle.settings import CacheSettings, ModelLimitSettings
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ class TurnDeps:
     compactions: CompactionListener | None = None
     """Told when each of a session's model compactions starts and how it ends (a door that
     shows them); None: nobody is."""
+    diagnostics_wait: float = DEFAULT_WAIT
+    """The daemon's default for `[editor] diagnostics_wait` (`HEDDLE_DIAGNOSTICS_WAIT`)."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,9 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         session.workspace, emit=sink,
                         env=tool_env(pass_env=session.policy.pass_env),
                         session_id=session.id, documents=session.documents,
+                        diagnostics_wait=deps.diagnostics_wait
+                        if session.editor.diagnostics_wait is None
+                        else session.editor.diagnostics_wait,
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
                         results_dir=tool_results_dir(sessions_dir()) / session.id,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from heddle.core.diagnostics import Diagnostics
 from heddle.core.tools import Buffer, Editor
 
 
@@ -20,10 +21,16 @@ class EditorDocuments:
         self._docs: dict[Path, Buffer] = {}
         self.editor_source: Callable[[], Editor | None] = lambda: None
         """Set by the front door: the editor, while the client can apply edits."""
+        self.diagnostics_source: Callable[[], Diagnostics | None] = lambda: None
+        """Set by the front door: how to ask the client for diagnostics, if it can answer."""
 
     @property
     def editor(self) -> Editor | None:
         return self.editor_source()
+
+    @property
+    def diagnostics(self) -> Diagnostics | None:
+        return self.diagnostics_source()
 
     def open(self, path: Path, text: str, version: int, uri: str | None = None) -> None:
         self._docs[path] = Buffer(uri or path.as_uri(), text, version)

@@ -49,10 +49,10 @@ class Write(ToolBase):
         before, rel = cur.text, ctx.relative(path)
         if before == inp.content:
             return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
-        await land(ctx, path, cur, inp.content, self.name)
+        problems = await land(ctx, path, cur, inp.content, self.name)
         verb = "Created" if before is None else "Wrote"
         summary = f"{'created' if before is None else 'wrote'} {_lines(inp.content)}"
-        return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).", summary,
+        return ToolOutput(f"{verb} {rel} ({_lines(inp.content)}).{problems}", summary,
                           diff=unified_diff(rel, before or "", inp.content))
 
     async def run_reviewed(self, inp: WriteInput, ctx: ToolContext, review: Review) -> ToolOutput:
@@ -119,11 +119,11 @@ class MultiEdit(ToolBase):
         path = Path(inp.path)
         cur = await anyio.to_thread.run_sync(current, ctx, path)
         before, after, count = self._apply(inp, cur.text)
-        await land(ctx, path, cur, after, self.name)
+        problems = await land(ctx, path, cur, after, self.name)
         rel = ctx.relative(path)
         summary = "created" if before is None else f"{count} replacement{'s' if count != 1 else ''}"
         return ToolOutput(f"{'Created' if before is None else 'Edited'} {rel} ({summary} "
-                          f"from {len(inp.edits)} edits).", summary,
+                          f"from {len(inp.edits)} edits).{problems}", summary,
                           diff=unified_diff(rel, before or "", after))
 
     async def run_reviewed(self, inp: MultiEditInput, ctx: ToolContext,

@@ -151,13 +151,13 @@ class Edit(ToolBase):
         path = Path(inp.path)
         cur = await anyio.to_thread.run_sync(current, ctx, path)
         before, after, count = self._apply(inp, cur.text)
-        await land(ctx, path, cur, after, self.name)
+        problems = await land(ctx, path, cur, after, self.name)
         rel = ctx.relative(path)
         noun = "replacement" if count == 1 else "replacements"
         created = not before and inp.old_string == ""
         summary = "created" if created else f"{count} {noun}"
         text = f"Created {rel}." if created else f"Edited {rel} ({summary})."
-        return ToolOutput(text, summary, diff=unified_diff(rel, before, after))
+        return ToolOutput(text + problems, summary, diff=unified_diff(rel, before, after))
 
     async def run_reviewed(self, inp: EditInput, ctx: ToolContext, review: Review) -> ToolOutput:
         return await land_reviewed(ctx, Path(inp.path), review, self.name)

@@ -20,6 +20,7 @@ from heddle.core.events import DiffPreview
 from heddle.core.hunks import Review, describe, reviewable, split
 from heddle.core.tools import Buffer, ToolContext, ToolError, ToolOutput
 from heddle.regular import NotRegularFile, read_regular
+from heddle.tools import diagnostics
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -74,19 +75,22 @@ async def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) ->
     return await anyio.to_thread.run_sync(preview)
 
 
-async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: str) -> None:
-    """Write `new_text`: through the editor for an open document, else to disk."""
+async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: str) -> str:
+    """Write `new_text`: through the editor for an open document, else to disk. Returns what
+    to add to the result: the editor's new errors and warnings in the document, if any."""
     rel = ctx.relative(path)
     if cur.buffer is None:
         await anyio.to_thread.run_sync(lambda: write_atomic(path, new_text, follow_symlinks=False,
                                                             private=False))
-        return
+        return ""
     editor = ctx.documents.editor if ctx.documents is not None else None
+    baseline = await diagnostics.before_edit(ctx, cur.buffer) if editor is not None else None
     reason = ("the editor can no longer apply edits" if editor is None
               else await editor.apply(cur.buffer, new_text, f"Heddle: {tool} {rel}"))
     if reason is not None:
         raise ToolError(f"The editor did not apply the edit to {rel}: {reason}. Read the file "
                         "again before editing it.")
+    return await diagnostics.after_edit(ctx, baseline, new_text, rel)
 
 
 async def land_reviewed(ctx: ToolContext, path: Path, review: Review, tool: str) -> ToolOutput:
@@ -96,7 +100,7 @@ async def land_reviewed(ctx: ToolContext, path: Path, review: Review, tool: str)
     if (cur.text or "") != review.before:
         raise ToolError(f"{rel} changed while the user was reviewing the edit, so nothing was "
                         "written. Read it again and redo the edit.")
-    await land(ctx, path, cur, review.written, tool)
+    problems = await land(ctx, path, cur, review.written, tool)
     if review.edited:
         summary = "the user's own version"
     else:
@@ -104,4 +108,4 @@ async def land_reviewed(ctx: ToolContext, path: Path, review: Review, tool: str)
         summary = f"{taken} of {len(review.hunks)} hunks"
     content, diff = await anyio.to_thread.run_sync(
         lambda: (describe(rel, review), unified_diff(rel, review.before, review.written)))
-    return ToolOutput(content, summary, diff=diff)
+    return ToolOutput(content + problems, summary, diff=diff)

@@ -4,6 +4,7 @@
 --- while `initialize` is in flight waits in a queue. Notifications and requests from the daemon
 --- go to the functions in `M.handlers` (filled by `heddle.session`), looked up at call time.
 local config = require('heddle.config')
+local diagnostics = require('heddle.diagnostics')
 local documents = require('heddle.documents')
 local edits = require('heddle.edits')
 local protocol = require('heddle.protocol')
@@ -102,7 +103,8 @@ local function on_exit(code, signal, client_id)
   end)
 end
 
---- Client capabilities, plus the Heddle ones the daemon reads. `vim.lsp` applies
+--- Client capabilities, plus the Heddle ones the daemon reads (`diagnosticRequests`: it may ask
+--- for a buffer's diagnostics around an edit, `heddle.diagnostics` answers). `vim.lsp` applies
 --- `documentChanges` but does not say so; the daemon sends edits to open buffers only to a
 --- client that does (and `heddle.edits` answers them).
 local function capabilities()
@@ -116,7 +118,7 @@ local function capabilities()
     documentChanges = true,
   })
   caps.experimental = vim.tbl_extend('force', caps.experimental or {}, {
-    heddle = { permissionRequests = true, reviewHunks = true },
+    heddle = { permissionRequests = true, reviewHunks = true, diagnosticRequests = true },
   })
   return caps
 end
@@ -141,6 +143,9 @@ local function start()
     [protocol.methods.MCPSERVER_CHANGED] = dispatch(protocol.methods.MCPSERVER_CHANGED),
     [M.SHOW_MESSAGE] = dispatch(M.SHOW_MESSAGE, vim.lsp.handlers[M.SHOW_MESSAGE]),
     [vim.lsp.protocol.Methods.workspace_applyEdit] = apply_edit,
+    [protocol.methods.DIAGNOSTICS_LIST] = function(_, params)
+      return diagnostics.list(params)
+    end,
   }
   local lsp_config = {
     name = 'heddle',

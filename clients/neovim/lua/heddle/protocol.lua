@@ -14,6 +14,7 @@ return {
     MCPSERVER_CHANGED = "mcpServer/changed",
     PERMISSION_REQUEST = "permission/request",
     WORKSPACE_APPLYEDIT = "workspace/applyEdit",
+    DIAGNOSTICS_LIST = "diagnostics/list",
     RULES_LIST = "rules/list",
     RULES_ADD = "rules/add",
     RULES_REVOKE = "rules/revoke",

@@ -16,7 +16,8 @@ from fuzzframes import stream
 from heddle.rpc.framing import MAX_DEPTH
 
 
-CASES = 100
+SEEDS = (1, 2)
+CASES = 60
 ANSWERED = (-32700, -32600, -32601, -32602, -32002)
 """Parse error, invalid request, unknown method, invalid params, no such session: never an
 internal error."""
@@ -58,7 +59,8 @@ class Agent:
     async def ends(self) -> None:
         """stdin closed: the agent exits 0, within a bound, having logged why."""
         self.proc.stdin.close()
-        assert await asyncio.wait_for(self.proc.wait(), 20) == 0
+        # (seconds; generous for a machine busy enough that a cold start takes 15 s)
+        assert await asyncio.wait_for(self.proc.wait(), 40) == 0
         log = self.log_path.read_text(errors="replace")
         assert "stopping: stdin closed" in log
         assert "Traceback" not in log + self.stderr_path.read_text(errors="replace")
@@ -116,14 +118,14 @@ async def test_deep_nesting_is_refused_and_the_end_of_stdin_still_ends_the_agent
     await raw.ends()
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-async def test_the_lsp_doors_fuzz_corpus_as_lines(raw, seed):
+@pytest.mark.timeout(120)
+async def test_the_lsp_doors_fuzz_corpus_as_lines(raw):
     """The LSP door's seeded adversarial streams (mutated frames, NULs, CR-only line ends,
     invalid UTF-8, deep nesting, non-objects, batches, noise), cut into lines here; after
     each a request must be answered. A failure replays with fuzzframes.stream(case)."""
-    raw.send(stream(10_000 + seed, pieces=30) + b"\n" + initialize("init"))
+    raw.send(stream(10_001, pieces=30) + b"\n" + initialize("init"))
     assert "agentInfo" in (await raw.reply_to("init", timeout=30))["result"]
-    cases = [100_000 * seed + i for i in range(CASES)]
+    cases = [100_000 * seed + i for seed in SEEDS for i in range(CASES)]
 
     async def write():
         for case in cases:

@@ -36,7 +36,7 @@ async def test_permission_titles_and_option_names_are_escaped(scripted, daemon_e
     async with agent({**daemon_env, "HEDDLE_MODEL": "s"}, workspace, client) as (conn, _, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await asyncio.wait_for(conn.prompt(session_id=session.session_id,
-                                           prompt=[text_block("go")]), 30)
+                                           prompt=[text_block("go")]), 45)
     [asked] = client.permissions
     assert asked["toolCall"]["title"] == "Run: echo report\\u202etxt.exe\\x1b[2J; true"
     [names] = client.names
@@ -48,13 +48,13 @@ async def test_permission_titles_and_option_names_are_escaped(scripted, daemon_e
     assert asked["toolCall"]["rawInput"]["command"] == HOSTILE  # the input is the model's
 
 
-@pytest.mark.parametrize("method", ["load_session", "resume_session"])
-async def test_a_session_id_of_another_shape_is_invalid_params(daemon_env, workspace, method):
+async def test_a_session_id_of_another_shape_is_invalid_params(daemon_env, workspace):
     async with agent(daemon_env, workspace) as (conn, _, _):
-        for bad in ("../../..", "/etc/passwd", "x" * 3000):
-            with pytest.raises(RequestError) as err:
-                await asyncio.wait_for(getattr(conn, method)(
-                    cwd=str(workspace), session_id=bad, mcp_servers=[]), 20)
-            assert err.value.code == -32602
-            assert "is not a Heddle session id" in str(err.value)
-            assert "at `$.sessionId`" in str(err.value)
+        for method in ("load_session", "resume_session"):
+            for bad in ("../../..", "/etc/passwd", "x" * 3000):
+                with pytest.raises(RequestError) as err:
+                    await asyncio.wait_for(getattr(conn, method)(
+                        cwd=str(workspace), session_id=bad, mcp_servers=[]), 20)
+                assert err.value.code == -32602, (method, bad)
+                assert "is not a Heddle session id" in str(err.value)
+                assert "at `$.sessionId`" in str(err.value)

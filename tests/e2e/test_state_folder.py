@@ -43,7 +43,7 @@ async def test_a_crafted_tool_use_id_saves_the_result_under_its_hash_in_the_sess
     sid = await new_session(client, workspace, "s", permissionMode="plan")
     before = files_under(tmp_path)
 
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find"}, timeout=45)
 
     assert result["reason"] == "completed"
     saved = Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "tool-results" / sid
@@ -87,22 +87,21 @@ async def test_a_transcript_whose_header_names_another_session_is_refused(
     assert f"skipping {SID}.jsonl: {SID}.jsonl is not a Heddle transcript" in log
 
 
-@pytest.mark.parametrize("bad", ["../../..", "/etc/passwd", "a" * 5000, "x\u0000y", "",
-                                 SID.upper()])
-async def test_a_session_id_of_another_shape_is_invalid_params(client, bad):
-    with pytest.raises(Exception) as err:
-        await client.call("session/load", {"sessionId": bad})
-    assert err.value.code == -32602
-    assert "is not a Heddle session id (32 lowercase hex digits" in str(err.value)
-    assert "at `$.sessionId`" in str(err.value)
-    assert len(str(err.value)) < 400
+async def test_a_session_id_of_another_shape_is_invalid_params(client):
+    for bad in ["../../..", "/etc/passwd", "a" * 5000, "x\u0000y", "", SID.upper()]:
+        with pytest.raises(Exception) as err:
+            await client.call("session/load", {"sessionId": bad})
+        assert err.value.code == -32602, bad
+        assert "is not a Heddle session id (32 lowercase hex digits" in str(err.value)
+        assert "at `$.sessionId`" in str(err.value)
+        assert len(str(err.value)) < 400
 
 
 async def test_the_sessions_folder_tolerates_pipes_devices_links_and_huge_lines(
         client, scripted, workspace, daemon_env):
     scripted.add_scenario("s", {"steps": [DONE]})
     sid = await new_session(client, workspace, "s")
-    await client.call("turn/start", {"sessionId": sid, "prompt": "hello"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "hello"}, timeout=45)
     sessions = Path(daemon_env["XDG_STATE_HOME"]) / "heddle" / "sessions"
     pipe, zero, link, long, deep = ("%032x" % n for n in range(1, 6))
     os.mkfifo(sessions / f"{pipe}.jsonl")
@@ -134,6 +133,7 @@ async def test_the_sessions_folder_tolerates_pipes_devices_links_and_huge_lines(
     assert stat.S_ISFIFO(os.lstat(sessions / f"{pipe}.jsonl").st_mode)  # left as it was
 
 
+@pytest.mark.timeout(120)  # two daemons, a turn, a trust, a load (each slow under load)
 async def test_what_heddle_writes_is_readable_by_the_user_only(
         daemon_env, daemon_command, scripted, workspace, tmp_path):
     state = tmp_path / "state" / "heddle"
@@ -166,7 +166,7 @@ async def test_what_heddle_writes_is_readable_by_the_user_only(
         os.umask(umask)
     try:
         sid = await new_session(mine, workspace, "s")
-        await mine.call("turn/start", {"sessionId": sid, "prompt": "find"})
+        await mine.call("turn/start", {"sessionId": sid, "prompt": "find"}, timeout=45)
         await lsp.trust(mine, workspace)
         await mine.call("session/load", {"sessionId": SID})
         await lsp.trust(theirs, workspace)

@@ -20,7 +20,7 @@ async def test_titles_escape_newlines_bidi_overrides_and_terminal_escapes(client
                                      tool("Grep", pattern="x" * 1000)))
     sid = await new_session(client, workspace, "s")
 
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=45)
 
     assert result["reason"] == "completed"
     assert statuses(client)[:2] == ["rejected", "rejected"]  # (Grep ran: no prompt)

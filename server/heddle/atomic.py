@@ -28,11 +28,12 @@ def _umask() -> int:
 
 
 def write_atomic(path: Path, data: str | bytes, *, follow_symlinks: bool,
-                 private: bool = True) -> None:
+                 private: bool = True, own: bool = False) -> None:
     """Make `data` (text: UTF-8, line endings as given) the content of `path`, creating the
     file and its missing folders if needed. A new file is readable by its owner only when
-    `private` (Heddle's own records); otherwise it gets the mode any program's new file gets
-    (0666 less the umask), as a file the user made in their project would.
+    `private` (the user's settings); otherwise it gets the mode any program's new file gets
+    (0666 less the umask), as a file the user made in their project would. An existing file
+    keeps its mode, unless `own` (Heddle's own records): then it is 0600 whatever it was.
 
     `follow_symlinks`: a symlink at `path` is written through, and stays a link to a file
     with the new content (the user's settings file kept in a dotfiles repository stays
@@ -46,7 +47,9 @@ def write_atomic(path: Path, data: str | bytes, *, follow_symlinks: bool,
         mode = None
     else:
         mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-    if mode is None and not private:
+    if own:
+        mode = 0o600
+    elif mode is None and not private:
         mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

@@ -43,11 +43,12 @@ def setup_logging(to_file: bool = True) -> str | None:
     stderr = logging.StreamHandler(sys.stderr)
     handlers: list[logging.Handler] = [stderr]
     if to_file:
-        from logging.handlers import RotatingFileHandler
+        from heddle.private import PrivateLog, make_dirs
+        own = not os.environ.get("HEDDLE_LOG_FILE")
         path = Path(os.environ.get("HEDDLE_LOG_FILE") or state_dir() / "heddle.log")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handlers.append(RotatingFileHandler(path, maxBytes=5_000_000, backupCount=2))
+            make_dirs(path.parent, own_from=path.parent if own else None)
+            handlers.append(PrivateLog(path, own, max_bytes=5_000_000, backups=2))
             # editors show a daemon's stderr as errors: with a log file, only warnings go there,
             # each on one line (tracebacks: the log file only)
             stderr.setLevel(logging.WARNING)

@@ -30,10 +30,17 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: Path, buffering: int = -1) -> BinaryIO:
-    """`path` (symlinks followed) opened for reading in binary; NotRegularFile if it is not a
-    regular file, other OSErrors as `open` raises them."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+def open_regular(path: Path, buffering: int = -1, follow_symlinks: bool = True) -> BinaryIO:
+    """`path` (symlinks followed, unless not `follow_symlinks`) opened for reading in binary;
+    NotRegularFile if it is not a regular file (or is a symlink), other OSErrors as `open`
+    raises them."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if not follow_symlinks and os.path.islink(path):
+            raise NotRegularFile(f"{path} is a symbolic link, not a file") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

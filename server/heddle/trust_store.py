@@ -19,11 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from heddle.atomic import write_atomic
+from heddle.private import make_dirs
+from heddle.regular import read_regular
 
 log = logging.getLogger(__name__)
 
 TRUST_FILE = "trusted-workspaces.json"
 VERSION = 1
+READ_LIMIT = 16 << 20
+"""Largest trust record read (bytes): a pipe, a device or a huge file there trusts nothing."""
 
 
 class TrustWriteError(Exception):
@@ -40,10 +44,10 @@ def _key(workspace: Path) -> str:
 
 def _load(store: Path) -> dict[str, Any]:
     try:
-        data = json.loads(store.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(store, READ_LIMIT).decode("utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         log.warning("cannot read %s (%s): no workspace is trusted", store, exc)
         return {}
     workspaces = data.get("workspaces") if isinstance(data, dict) else None
@@ -79,6 +83,7 @@ def forget(store: Path, workspace: Path) -> bool:
 def _save(store: Path, workspaces: dict[str, Any]) -> None:
     text = json.dumps({"version": VERSION, "workspaces": workspaces}, indent=2, sort_keys=True)
     try:
-        write_atomic(store, text + "\n", follow_symlinks=True)
+        make_dirs(store.parent)  # (missing folders 0700; the user's config folder as it is)
+        write_atomic(store, text + "\n", follow_symlinks=True, own=True)
     except OSError as exc:
         raise TrustWriteError(f"cannot write {store}: {exc.strerror or exc}") from None

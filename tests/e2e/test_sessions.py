@@ -190,7 +190,7 @@ async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, works
     assert err.value.code == -32013 and "version 99" in err.value.message
     with pytest.raises(RpcError) as err:
         await d3.call("session/load", {"sessionId": "../../etc/passwd"})
-    assert err.value.code == -32010
+    assert err.value.code == -32602 and "is not a Heddle session id" in err.value.message
 
 
 async def test_a_starting_daemon_removes_saved_tool_results_of_idle_sessions(

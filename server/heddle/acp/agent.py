@@ -78,6 +78,8 @@ def _errors(method: Callable) -> Callable:
         except SessionError as exc:
             if exc.kind == "notFound":
                 raise RequestError(-32002, str(exc), {"kind": exc.kind}) from None
+            if exc.kind == "sessionId":
+                raise RequestError(-32602, f"invalid params: {exc} - at `$.sessionId`") from None
             if exc.kind == "workspace":
                 raise RequestError(-32602, f"invalid params: {exc} - at `$.cwd`") from None
             if exc.kind == "prompt":

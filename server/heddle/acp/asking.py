@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from heddle.core.events import CommandPreview, DiffPreview
 from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule, RuleError
 from heddle.sessions.session import Session
+from heddle.shown import one_line
 from heddle.acp.updates import Translator, kind_of
 
 log = logging.getLogger(__name__)
@@ -32,9 +33,10 @@ Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
-    always = [{"optionId": "allow_always", "name": f"Always allow {prompt.rule}",
+    rule = one_line(prompt.rule or "")  # (an exact command line may hold a newline, a U+202E)
+    always = [{"optionId": "allow_always", "name": f"Always allow {rule}",
                "kind": "allow_always"},
-              {"optionId": "reject_always", "name": f"Always reject {prompt.rule}",
+              {"optionId": "reject_always", "name": f"Always reject {rule}",
                "kind": "reject_always"}] if prompt.rule else []
     return [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
             *always[:1],

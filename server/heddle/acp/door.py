@@ -26,6 +26,7 @@ from typing import Any
 from heddle import secret_env
 from heddle.acp import hello
 from heddle.acp.transport import StdioTransport
+from heddle.rpc.framing import Complaints
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +65,20 @@ class _Inbox:
         await self._transport.close()
 
 
-def _raw_capabilities(router: Any, agent: Any) -> Any:
+def _routed(router: Any, agent: Any, complaints: Complaints,
+            refused: tuple[type[Exception], ...]) -> Any:
     """The SDK's router, and what its schema drops from an `initialize` it answered: the
-    client capabilities it does not know yet (`session.compaction`)."""
+    client capabilities it does not know yet (`session.compaction`). A notification that
+    names no method of ours or has invalid params gets no answer (JSON-RPC answers none) and
+    one rate-limited warning, not the SDK's logged traceback."""
     async def route(method: str, params: Any, is_notification: bool) -> Any:
+        if is_notification:
+            try:
+                return await router(method, params, is_notification)
+            except refused as exc:  # the SDK's RequestError, pydantic's ValidationError
+                why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                complaints.refused(f"the notification {method[:80]!r}: {why}")
+                return None
         result = await router(method, params, is_notification)
         if method == "initialize" and not is_notification and isinstance(params, dict):
             agent.client_compaction = hello.client_compaction(params)
@@ -76,11 +87,17 @@ def _raw_capabilities(router: Any, agent: Any) -> Any:
 
 
 async def _pump(transport: StdioTransport, queue: asyncio.Queue) -> None:
-    while True:
-        message = await transport.receive()
-        await queue.put(message)
-        if message is None:
-            return
+    """Hand what stdin brings to the queue, then None: at the end of stdin, or when reading it
+    fails (which must end the agent too, not leave it serving no one)."""
+    try:
+        while True:
+            message = await transport.receive()
+            await queue.put(message)
+            if message is None:
+                return
+    except Exception as exc:
+        log.error("reading stdin failed: %s; stopping", exc, exc_info=True)
+        await queue.put(None)
 
 
 async def _early(queue: asyncio.Queue, loading: asyncio.Future, transport: StdioTransport,
@@ -117,6 +134,8 @@ async def _serve() -> int:
     module = await loading
     from acp.agent.router import build_agent_router
     from acp.connection import Connection
+    from acp.exceptions import RequestError
+    from pydantic import ValidationError
     from heddle.mcp.servers import STOP_BOUND
     from heddle.processes.reaper import REAPER
 
@@ -126,8 +145,8 @@ async def _serve() -> int:
         agent.use_terminal(hello.client_terminal(early))
         agent.client_compaction = hello.client_compaction(early)
     # unstable: session/resume is there only (session/fork and session/close are not served)
-    conn = Connection(_raw_capabilities(build_agent_router(agent, use_unstable_protocol=True),
-                                        agent),
+    conn = Connection(_routed(build_agent_router(agent, use_unstable_protocol=True), agent,
+                              transport.complaints, (RequestError, ValidationError)),
                       _Inbox(transport, held, queue), listening=False)
     agent.request = conn.send_request
     agent.notify = lambda method, params: transport.write(

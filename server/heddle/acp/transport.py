@@ -2,9 +2,12 @@
 
 The SDK's own stdio transport logs a line that is not JSON and answers nothing, and a batch
 or a bare value stops its receive loop. Here every line is either handed to the SDK's
-connection as a message object or answered: not JSON is `-32700`, JSON that is no request,
+connection as a message object or answered, decoded by the LSP door's rule
+(`heddle.rpc.framing.decode_message`): not JSON (invalid UTF-8 included) is `-32700`,
+arrays and objects nested more than MAX_DEPTH deep are `-32600`, JSON that is no request,
 notification or response is `-32600` (with the id when it had one), and a line over
-MAX_LINE is dropped as it arrives and answered `-32700`. The agent keeps serving.
+MAX_LINE is dropped as it arrives and answered `-32700`. The agent keeps serving; warnings
+about bad input are rate-limited as on the LSP door (`Complaints`).
 
 stdin is read by a thread (as on the LSP door), so any kind of file works there. Writes are
 synchronous and in order (the turn emitters send from callbacks): each message is
@@ -32,6 +35,7 @@ from typing import Any, Callable
 
 import msgspec
 
+from heddle.rpc.framing import BadInput, Complaints, decode_message
 from heddle.rpc.transport import (HANGUP_POLL, HIGH_WATER, LOW_WATER, READ_PAUSE, Pressure,
                                   hung_up, may_resume, must_pause)
 
@@ -163,6 +167,7 @@ class StdioTransport:
         self._writer = writer
         self.pressure = writer.pressure
         self.bad_lines = 0
+        self.complaints = Complaints()
         self.room = room or threading.Event()
         """Set while stdin may be read: the loop has taken the last chunk, and reading is not
         paused (the reader thread waits for it)."""
@@ -256,17 +261,15 @@ class StdioTransport:
         was not read). Bad lines are answered here."""
         while True:
             await self._relief.wait()
-            if self._gone:
-                return None
-            line = await self._line()
+            line = None if self._gone else await self._line()
             if line is None:
+                self.complaints.flush()
                 return None
             if not line.strip():
                 continue
-            try:
-                message = _decoder.decode(line)
-            except msgspec.DecodeError as exc:
-                self._bad(error(None, PARSE_ERROR, f"parse error: the line is not JSON ({exc})"))
+            message = decode_message(line, _decoder.decode)
+            if isinstance(message, BadInput):
+                self._bad(message.reply())
                 continue
             problem = check(message)
             if problem is not None:
@@ -299,7 +302,7 @@ class StdioTransport:
 
     def _bad(self, answer: dict[str, Any]) -> None:
         self.bad_lines += 1
-        log.warning("bad input: %s", answer["error"]["message"][:200])
+        self.complaints.refused(answer["error"]["message"][:200])
         self._put(answer)
 
     async def close(self) -> None:

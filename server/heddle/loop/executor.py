@@ -32,6 +32,7 @@ from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdi
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, PermissionPrompt,
                                        Rule, RuleError, SettingsWriteError)
 from heddle.rules import RuleScope
+from heddle.shown import one_line
 from heddle.tools.base import budget_result, schema_of
 
 log = logging.getLogger(__name__)
@@ -112,13 +113,14 @@ class ToolExecutor:
         return tuple(c.result or ToolResultBlock(c.block.id, missing, True) for c in self.calls)
 
     def title(self, block: ToolUseBlock) -> str:
+        """The call's title, safe to show (`one_line`: the input is the model's)."""
         tool = self.tools.get(block.name)
         if tool is None:
-            return block.name
+            return one_line(block.name)
         try:
-            return tool.title(msgspec.convert(block.input, tool.input_type), self.ctx)
+            return one_line(tool.title(msgspec.convert(block.input, tool.input_type), self.ctx))
         except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
-            return block.name
+            return one_line(block.name)
 
     def discard(self, why: str, running: bool = False, finished: bool = False
                 ) -> list[CoreEvent]:
@@ -289,7 +291,7 @@ class ToolExecutor:
         chose to write instead of the proposal, if they reviewed it in part)."""
         async with self.permission_lock:  # one prompt at a time per session
             preview = await tool.preview(inp, self.ctx)
-            title = tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else "")
+            title = one_line(tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else ""))
             self.ctx.emit(PermissionAsked(block.id, title, preview))
             self._asking.add(block.id)
             try:

@@ -48,6 +48,9 @@ def handler(server: Daemon, name: str, fn: Callable[[Any], Awaitable[Any]]):
         try:
             result = await fn(typed)
         except SessionError as exc:
+            if exc.kind == "sessionId":
+                raise RpcError(ErrorCode.INVALID_PARAMS,
+                               f"invalid params for {name}: {exc} - at `$.sessionId`") from None
             hint = _HINTS.get(exc.kind, "") if name == "turn/start" else ""
             raise RpcError(_SESSION_CODES[exc.kind], f"{exc}{hint}") from None
         except (JsonRpcException, anyio.get_cancelled_exc_class()):

@@ -20,7 +20,7 @@ from heddle_protocol import ErrorCode
 from heddle.frames import MAX_BODY, MAX_HEADER_LINE, Decoder, Refused
 
 __all__ = ["MAX_BODY", "MAX_HEADER_LINE", "MAX_DEPTH", "BadInput", "Complaints", "FdReader",
-           "Frames", "valid_id"]
+           "Frames", "decode_message", "valid_id"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,28 @@ def _too_deep(message: Any) -> bool:
         children = value.values() if isinstance(value, dict) else value
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
     return False
+
+
+def decode_message(body: bytes, decode: Callable[[bytes], Any]) -> Any:
+    """The JSON value of one message's bytes, or the `BadInput` that answers them: what is not
+    JSON (invalid UTF-8 included) is a parse error; arrays and objects nested deeper than
+    MAX_DEPTH are an invalid request (with the message's id when it has a valid one). Never
+    raises on what the client sent (both doors decode with this)."""
+    try:
+        message = decode(body)
+    except RecursionError:
+        return BadInput(int(ErrorCode.INVALID_REQUEST), _DEPTH_REASON)
+    except (msgspec.DecodeError, ValueError) as exc:  # invalid UTF-8 is a ValueError
+        return BadInput(int(ErrorCode.PARSE_ERROR), f"parse error: {_lone_surrogate(body) or exc}")
+    if (len(body) > 4096 or body.count(b"[") + body.count(b"{") > MAX_DEPTH) \
+            and _too_deep(message):  # counting is cheaper for short bodies, walking for long
+        msg_id = message.get("id") if isinstance(message, dict) else None
+        return BadInput(int(ErrorCode.INVALID_REQUEST), _DEPTH_REASON,
+                        msg_id if valid_id(msg_id) else None)
+    return message
+
+
+_DEPTH_REASON = f"invalid request: arrays and objects nested more than {MAX_DEPTH} levels deep"
 
 
 def _count(n: int, noun: str) -> str:
@@ -159,24 +181,7 @@ class Frames:
         self.complaints.flush()
 
     def _decoded(self, body: bytes) -> object:
-        try:
-            message = self._decode(body)
-        except RecursionError:
-            return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason())
-        except (msgspec.DecodeError, ValueError) as exc:  # invalid UTF-8 is a ValueError
-            return self._refuse(ErrorCode.PARSE_ERROR,
-                                f"parse error: {_lone_surrogate(body) or exc}")
-        if (len(body) > 4096 or body.count(b"[") + body.count(b"{") > MAX_DEPTH) \
-                and _too_deep(message):  # counting is cheaper for short bodies, walking for long
-            msg_id = message.get("id") if isinstance(message, dict) else None
-            return self._refuse(ErrorCode.INVALID_REQUEST, self._depth_reason(),
-                                msg_id if valid_id(msg_id) else None)
-        return message
-
-    @staticmethod
-    def _depth_reason() -> str:
-        return f"invalid request: arrays and objects nested more than {MAX_DEPTH} levels deep"
-
-    def _refuse(self, code: int, why: str, msg_id: Any = None) -> BadInput:
-        self.complaints.refused(why)
-        return BadInput(int(code), why, msg_id)
+        item = decode_message(body, self._decode)
+        if isinstance(item, BadInput):
+            self.complaints.refused(item.message)
+        return item

@@ -13,6 +13,8 @@ import shutil
 import time
 from pathlib import Path
 
+from heddle.ids import is_session_id
+
 log = logging.getLogger(__name__)
 
 DEFAULT_DAYS = 14
@@ -20,6 +22,15 @@ DEFAULT_DAYS = 14
 
 def tool_results_dir(sessions: Path) -> Path:
     return sessions.parent / "tool-results"
+
+
+def session_results_dir(sessions: Path, session_id: str) -> Path | None:
+    """Where session `session_id`'s over-long tool results are saved; None (they are not) for
+    an id of another shape than Heddle's, which could name a folder anywhere."""
+    if not is_session_id(session_id):
+        log.error("not saving tool results of session %r: not a Heddle session id", session_id)
+        return None
+    return tool_results_dir(sessions) / session_id
 
 
 def prune_tool_results(root: Path, days: float, now: float | None = None) -> int:

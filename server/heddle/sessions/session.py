@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 import uuid
 from dataclasses import astuple, dataclass, field
@@ -14,6 +13,7 @@ from typing import Callable
 import anyio
 
 from heddle.core.messages import Message
+from heddle.ids import is_session_id, session_id_problem
 from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
@@ -24,7 +24,6 @@ from heddle.settings import CacheSettings, EditorSettings
 from heddle.tools.documents import EditorDocuments
 
 log = logging.getLogger(__name__)
-SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class SessionError(Exception):
@@ -182,7 +181,7 @@ class SessionRegistry:
         paths = sorted(self.directory.glob("*.jsonl")) if self.directory and self.directory.is_dir() else []
         for path in paths:
             try:
-                t = read(path, messages=False)
+                t = _read_own(path, messages=False)
             except (TranscriptError, OSError) as exc:
                 log.warning("skipping %s: %s", path.name, exc)
                 continue
@@ -199,10 +198,10 @@ class SessionRegistry:
         """Bring a session back from its transcript (or return the live one). A turn Heddle
         stopped during is closed, and the repair is written to the transcript, so every later
         load reads the same history."""
-        if not SESSION_ID.fullmatch(session_id):
-            raise SessionError("notFound", f"no session {session_id!r}")
+        if not is_session_id(session_id):  # before it makes a path: `../../x` names no session
+            raise SessionError("sessionId", session_id_problem(session_id))
         path = self.directory / f"{session_id}.jsonl" if self.directory else None
-        if path is None or not path.exists():
+        if path is None or not os.path.lexists(path):
             raise SessionError("notFound", f"no session {session_id!r}")
         live = self._sessions.get(session_id)
         running = live.turn.id if live is not None and live.turn is not None else None
@@ -217,7 +216,7 @@ class SessionRegistry:
             except OSError as exc:
                 raise SessionError("transcript", f"cannot open {path.name}: {exc}") from None
         try:
-            loaded = read(path, close=running is None)
+            loaded = _read_own(path, close=running is None)
         except (TranscriptError, OSError) as exc:
             if transcript is not None:
                 transcript.close()
@@ -301,7 +300,7 @@ class SessionRegistry:
         live = self._sessions.get(session_id)
         if live is not None and live.closing is not None:
             await live.closing.wait()
-        if live is not None or self.directory is None or not SESSION_ID.fullmatch(session_id):
+        if live is not None or self.directory is None or not is_session_id(session_id):
             return
         path = self.directory / f"{session_id}.jsonl"
         if not held_elsewhere(path):  # free, or no such session: the load answers at once
@@ -324,3 +323,15 @@ class SessionRegistry:
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+
+def _read_own(path: Path, messages: bool = True, close: bool = True) -> Loaded:
+    """`read` a transcript of the sessions folder, whose header must name the session its file
+    is named after: a planted `<id>.jsonl` whose header says `../../..` would otherwise give
+    the session that id, and its saved results a folder far from the state folder."""
+    loaded = read(path, messages, close)
+    named = loaded.header.session_id
+    if named != path.stem or not is_session_id(named):
+        raise TranscriptError(f"{path.name} is not a Heddle transcript: its header names the "
+                              f"session {named[:80]!r}, not {path.stem[:80]!r}")
+    return loaded

@@ -57,11 +57,17 @@ from heddle_protocol import types as wire
 from heddle.core.events import Usage
 from heddle.core.messages import (Block, Message, RedactedThinkingBlock, TextBlock, ThinkingBlock,
                                   ToolResultBlock, ToolUseBlock, append_user, missing_tool_results)
+from heddle.private import make_dirs, open_append
+from heddle.regular import open_regular
+from heddle.shown import one_line
 from heddle.xdg import state_dir
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+MAX_HEADER = 1 << 20
+"""Longest header line read (bytes): a file whose first line goes on is no transcript. A
+header holds the options of `session/new`, the system prompt among them."""
 INTERRUPTED_RESULT = ("The session was interrupted (Heddle stopped) while this tool call was "
                       "running; its effect is unknown. Check before relying on it.")
 INTERRUPTED_TEXT = "[The session was interrupted here: Heddle stopped before the turn ended.]"
@@ -110,8 +116,8 @@ class TranscriptWriter:
 
     def __init__(self, path: Path, header: Header | None = None):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "ab", buffering=0)
+        make_dirs(path.parent, own_from=path.parent)
+        self._file = open_append(path)  # 0600; a pipe, a device or a symlink there is refused
         try:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -199,14 +205,14 @@ def held_elsewhere(path: Path) -> bool:
     """Whether another process holds the transcript's lock (its session is live there); never
     for a transcript that does not exist (an unknown session has nothing to wait for)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, follow_symlinks=False) as f:  # (a pipe would block `open`)
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
             return False  # (closing the file lets it go again)
     except OSError:
-        return False  # missing or unreadable: the load says so
+        return False  # missing, unreadable or no file: the load says so
 
 
 def _mend_tail(path: Path) -> None:
@@ -481,12 +487,16 @@ def read(path: Path, messages: bool = True, close: bool = True) -> Loaded:
     """Parse a transcript. Bad lines are skipped with a warning. With `messages` and `close`, a
     turn Heddle stopped during is closed (`Loaded.repairs`), so the conversation is valid to
     send: every tool_use answered, every started call finished, every turn ended."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    with open_regular(path, follow_symlinks=False) as f:  # never a pipe, a device, a link
+        head = f.readline(MAX_HEADER + 1)
+        if len(head) > MAX_HEADER and not head.endswith(b"\n"):
+            raise TranscriptError(f"{path.name} is not a Heddle transcript (its first line is "
+                                  f"longer than {MAX_HEADER:,} bytes)")
+        raw = head + f.read()
     lines = raw.split(b"\n")
     try:
         first = msgspec.json.decode(lines[0])
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, ValueError, RecursionError):  # (invalid UTF-8, deep nesting)
         raise TranscriptError(f"{path.name} is not a Heddle transcript (no header)") from None
     if not isinstance(first, dict) or first.get("type") != "header":
         raise TranscriptError(f"{path.name} is not a Heddle transcript (no header)")
@@ -505,7 +515,7 @@ def read(path: Path, messages: bool = True, close: bool = True) -> Loaded:
         try:
             reader.feed(msgspec.json.decode(line))
         except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError,
-                AttributeError):
+                AttributeError, ValueError, RecursionError):  # (invalid UTF-8, deep nesting)
             where = "the last line" if number - 1 == last or not any(
                 l.strip() for l in lines[number:]) else f"line {number}"
             reader.warn(f"skipped {where} of {path.name}: it is not a complete record")
@@ -519,7 +529,7 @@ def read(path: Path, messages: bool = True, close: bool = True) -> Loaded:
 
 
 def _title(prompt: str) -> str:
-    line = " ".join(prompt.split())
+    line = one_line(" ".join(prompt.split()), limit=len(prompt) * 10 + 1)
     return line if len(line) <= 80 else line[:77].rstrip() + "..."
 
 

@@ -41,7 +41,7 @@ from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
 from heddle.processes.environment import tool_env
 from heddle.sessions.agents import agent_runner
-from heddle.sessions.retention import tool_results_dir
+from heddle.sessions.retention import session_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
@@ -177,7 +177,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         else session.editor.diagnostics_wait,
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
-                        results_dir=tool_results_dir(sessions_dir()) / session.id,
+                        results_dir=session_results_dir(sessions_dir(), session.id),
                         run_agent=run_agent)
 
                 toolbox = Toolbox(tools_of(session, deps), context(emit, None), asker,

@@ -9,8 +9,11 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from heddle.atomic import write_atomic
 from heddle.core.events import Preview
 from heddle.core.tools import Tool, ToolContext
+from heddle.ids import file_stem
+from heddle.private import make_dirs
 
 
 # --- what the built-in tools share -----------------------------------------------------------
@@ -82,10 +85,12 @@ def budget_result(text: str, limit: int, folder: Path | None, call_id: str) -> s
     short = cap(text, limit)
     if folder is None:
         return short
+    # the id is the model endpoint's: one that is no plain name is saved under its hash
+    path = folder / f"{file_stem(call_id)}.txt"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{call_id}.txt"
-        path.write_text(text, encoding="utf-8")
+        make_dirs(folder, own_from=folder.parent)
+        write_atomic(path, text.encode("utf-8", "replace"), follow_symlinks=False,
+                     own=True)
     except OSError:
         return short
     return (f"{short}\n\n[The full result ({len(text):,} characters) is saved in {path}; "

@@ -40,6 +40,7 @@ return {
     "todo",
     "agent",
     "toolOutput",
+    "modeChanged",
   },
   errors = {
     PARSE_ERROR = -32700,

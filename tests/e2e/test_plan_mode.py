@@ -1,0 +1,198 @@
+"""Plan mode the model knows about, through the daemon and the scripted model: the note in the
+user message, read-only commands, the PresentPlan tool approved or rejected, and the note when
+the user leaves plan mode."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from e2e import lsp
+from e2e.test_turns import new_session
+
+DONE = {"content": [{"type": "text", "text": "Done."}]}
+PLAN = "# Rename greet\n\n1. Edit app.py\n2. Run the tests"
+
+
+def tool(name: str, **inp) -> dict:
+    return {"type": "tool_use", "name": name, "input": inp}
+
+
+def steps(*rounds: list[dict]) -> dict:
+    return {"steps": [{"content": calls} for calls in rounds] + [DONE]}
+
+
+@pytest.fixture
+async def client(daemon_env, daemon_command, tmp_path):
+    c = await lsp.start(dict(daemon_env, XDG_CONFIG_HOME=str(tmp_path / "config")),
+                        daemon_command)
+    yield c
+    await lsp.stop(c)
+
+
+def user_texts(request) -> list[str]:
+    """The text blocks of the request's last user message."""
+    content = request.body["messages"][-1]["content"]
+    return [b["text"] for b in content if b["type"] == "text"]
+
+
+def results(request) -> list[dict]:
+    return [b for b in request.body["messages"][-1]["content"] if b["type"] == "tool_result"]
+
+
+def text_of(result: dict) -> str:
+    content = result["content"]
+    return content if isinstance(content, str) else "".join(b["text"] for b in content)
+
+
+async def test_the_request_says_the_session_plans_and_keeps_the_cached_prefix(
+        client, scripted, workspace):
+    scripted.add_scenario("plain", {"steps": [DONE]})
+    scripted.add_scenario("planning", {"steps": [DONE, DONE]})
+    plain = await new_session(client, workspace, "plain")
+    planning = await new_session(client, workspace, "planning", permissionMode="plan")
+
+    await client.call("turn/start", {"sessionId": plain, "prompt": "hello"})
+    await client.call("turn/start", {"sessionId": planning, "prompt": "hello"})
+    await client.call("turn/start", {"sessionId": planning, "prompt": "and then?"})
+
+    default, first, second = (scripted.requests_for("plain")[0],
+                              *scripted.requests_for("planning"))
+    assert user_texts(default) == ["hello"]
+    note, prompt = user_texts(first)
+    assert note.startswith("[Plan mode] ") and "PresentPlan" in note and prompt == "hello"
+    assert user_texts(second)[0].startswith("[Plan mode] ")  # every turn in plan mode
+    assert user_texts(second)[1] == "and then?"
+    # the mode changes nothing before the conversation: same system prompt, same tools
+    assert first.body["system"] == default.body["system"]
+    assert first.body["tools"] == default.body["tools"]
+    assert "PresentPlan" in [t["name"] for t in default.body["tools"]]
+
+
+async def test_read_only_commands_run_in_plan_mode_and_others_are_refused(
+        client, scripted, workspace):
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "first commit"], cwd=workspace, check=True)
+    scripted.add_scenario("bash", steps([
+        tool("Bash", command="git log --format=%s"),
+        tool("Bash", command="echo x > f"),
+        tool("Bash", command="ls; rm app.py"),
+        tool("Bash", command="cat app.py | wc -l")]))
+    sid = await new_session(client, workspace, "bash", permissionMode="plan")
+
+    done = await client.call("turn/start", {"sessionId": sid, "prompt": "look around"})
+
+    assert done["reason"] == "completed"
+    assert client.permission_requests == []  # nothing asked: read-only runs, the rest refused
+    log, redirect, chained, piped = results(scripted.requests_for("bash")[-1])
+    assert "first commit" in text_of(log) and not log.get("is_error")
+    assert text_of(redirect).startswith(
+        "This command is not available in plan mode: it has a redirection to or from a file "
+        "(> f).")
+    assert text_of(chained).startswith(
+        "This command is not available in plan mode: rm is not on the list of read-only "
+        "commands.")
+    assert redirect["is_error"] and chained["is_error"]
+    assert "5" in text_of(piped)
+    assert not (workspace / "f").exists() and (workspace / "app.py").exists()
+
+
+async def test_an_approved_plan_switches_the_mode_and_the_model_is_told(
+        client, scripted, workspace):
+    scripted.add_scenario("approve", steps(
+        [tool("PresentPlan", plan=PLAN)],
+        [tool("Write", path="new.txt", content="x")]))
+    scripted.add_scenario("approve-next", {"steps": [DONE]})
+    client.answer = lambda p: {"decision": "allowOnce", "mode": "acceptEdits"}
+    sid = await new_session(client, workspace, "approve", permissionMode="plan")
+
+    done = await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+
+    assert done["reason"] == "completed"
+    [asked] = client.permission_requests  # the plan; the Write after it ran in acceptEdits
+    assert asked["tool"] == "PresentPlan" and asked["title"] == "Plan: Rename greet"
+    assert asked["preview"] == {"kind": "plan", "plan": PLAN}
+    assert [(o["decision"], o.get("mode")) for o in asked["options"]] == [
+        ("allowOnce", "default"), ("allowOnce", "acceptEdits"), ("reject", None)]
+    kinds = [e["kind"] for e in client.turn_events()]
+    assert kinds.index("modeChanged") > kinds.index("permissionAnswered")
+    assert client.turn_events("modeChanged") == [{"kind": "modeChanged", "mode": "acceptEdits"}]
+    requests = scripted.requests_for("approve")
+    [approved] = results(requests[1])
+    assert text_of(approved).startswith(
+        "The user approved the plan. Plan mode has ended; the session is now in mode "
+        "acceptEdits")
+    assert (workspace / "new.txt").read_text() == "x"
+    # the next turn runs in the new mode, with no note about plan mode
+    configured = await client.call("session/configure", {"sessionId": sid, "model": "approve-next"})
+    assert configured["permissionMode"] == "acceptEdits"
+    await client.call("turn/start", {"sessionId": sid, "prompt": "thanks"})
+    assert user_texts(scripted.requests_for("approve-next")[0]) == ["thanks"]
+
+
+async def test_a_rejected_plan_keeps_planning_with_the_feedback(client, scripted, workspace):
+    scripted.add_scenario("reject", steps(
+        [tool("PresentPlan", plan=PLAN)], [tool("Write", path="new.txt", content="x")]))
+    client.answer = lambda p: {"decision": "reject", "message": "also update the README"}
+    sid = await new_session(client, workspace, "reject", permissionMode="plan")
+
+    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+
+    requests = scripted.requests_for("reject")
+    [rejected] = results(requests[1])
+    assert rejected["is_error"]
+    assert text_of(rejected) == (
+        "The user did not approve the plan and said: also update the README. You are still in "
+        "plan mode: work the feedback in (read more if you need to), then call PresentPlan "
+        "again with the revised plan, or ask the user if it is unclear what they want.")
+    [write] = results(requests[2])
+    assert text_of(write).startswith("Write is not available in plan mode")
+    assert client.turn_events("modeChanged") == []
+    assert not (workspace / "new.txt").exists()
+
+
+async def test_leaving_plan_mode_is_told_once_at_the_next_turn(client, scripted, workspace):
+    scripted.add_scenario("leave", {"steps": [DONE, DONE, DONE]})
+    sid = await new_session(client, workspace, "leave", permissionMode="plan")
+    await client.call("turn/start", {"sessionId": sid, "prompt": "first"})
+
+    await client.call("session/configure", {"sessionId": sid, "permissionMode": "default"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "second"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "third"})
+
+    _, second, third = scripted.requests_for("leave")
+    assert user_texts(second) == [
+        "[Plan mode ended] The user switched the session to mode default: you may now edit "
+        "files and run commands; each edit or command asks the user first unless a rule allows "
+        "it. PresentPlan is no longer needed.", "second"]
+    assert user_texts(third) == ["third"]
+
+
+async def test_present_plan_outside_plan_mode_is_refused_with_what_to_do(
+        client, scripted, workspace):
+    scripted.add_scenario("outside", steps([tool("PresentPlan", plan=PLAN)]))
+    sid = await new_session(client, workspace, "outside")
+
+    await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+
+    [refused] = results(scripted.requests_for("outside")[-1])
+    assert refused["is_error"] and client.permission_requests == []
+    assert text_of(refused) == (
+        "PresentPlan only works in plan mode, and this session is in mode default: there is no "
+        "plan to approve. Go ahead with the work as the mode allows (or ask the user in your "
+        "answer if you want their view first).")
+
+
+async def test_a_plan_answered_without_a_mode_goes_on_in_default(client, scripted, workspace):
+    scripted.add_scenario("nomode", steps([tool("PresentPlan", plan=PLAN)],
+                                          [tool("Write", path="new.txt", content="x")]))
+    answers = iter([{"decision": "allowOnce"}, {"decision": "reject"}])
+    client.answer = lambda p: next(answers)
+    sid = await new_session(client, workspace, "nomode", permissionMode="plan")
+
+    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+
+    assert client.turn_events("modeChanged") == [{"kind": "modeChanged", "mode": "default"}]
+    assert [r["tool"] for r in client.permission_requests] == ["PresentPlan", "Write"]

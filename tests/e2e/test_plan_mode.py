@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from e2e import lsp
+from e2e.test_cli import Terminal, heddle
 from e2e.test_turns import new_session
 
 DONE = {"content": [{"type": "text", "text": "Done."}]}
@@ -196,3 +197,74 @@ async def test_a_plan_answered_without_a_mode_goes_on_in_default(client, scripte
 
     assert client.turn_events("modeChanged") == [{"kind": "modeChanged", "mode": "default"}]
     assert [r["tool"] for r in client.permission_requests] == ["PresentPlan", "Write"]
+
+
+# -- heddle ask ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def terminals():
+    """`heddle ask` on pseudo-terminals, each killed and closed after the test."""
+    opened: list[Terminal] = []
+
+    def start(args: list[str], env: dict[str, str]) -> Terminal:
+        opened.append(Terminal(args, env))
+        return opened[-1]
+    yield start
+    for term in opened:
+        term.close()
+
+
+def test_heddle_ask_shows_the_plan_and_approves_it_in_the_mode_typed(daemon_env, scripted,
+                                                                      workspace, terminals):
+    scripted.add_scenario("ask-plan", steps([tool("PresentPlan", plan=PLAN)],
+                                            [tool("Write", path="new.txt", content="x")]))
+    term = terminals(["ask", "-w", str(workspace), "-m", "ask-plan", "--mode", "plan", "go"],
+                    daemon_env)
+    term.expect(b"[y] approve  [e] approve, accept edits  [n] keep planning > ")
+    term.type(b"e\n")
+
+    assert term.wait() == 0, term.text()
+    shown = term.text()
+    assert "? Approve the plan: Plan: Rename greet" in shown
+    assert "    1. Edit app.py" in shown  # the plan itself, indented
+    assert "plan approved: mode acceptEdits from now on" in shown
+    assert "? Allow" not in shown  # the Write after it ran in acceptEdits, unasked
+    assert (workspace / "new.txt").read_text() == "x"
+
+
+def test_heddle_ask_keeps_planning_with_what_the_user_typed(daemon_env, scripted, workspace,
+                                                           terminals):
+    scripted.add_scenario("ask-replan", steps([tool("PresentPlan", plan=PLAN)]))
+    term = terminals(["ask", "-w", str(workspace), "-m", "ask-replan", "--mode", "plan", "go"],
+                    daemon_env)
+    term.expect(b"[n] keep planning > ")
+    term.type(b"n\n")
+    term.expect(b"what should change? (optional) > ")
+    term.type(b"test it first\n")
+
+    assert term.wait() == 0, term.text()
+    [result] = results(scripted.requests_for("ask-replan")[-1])
+    assert text_of(result).startswith("The user did not approve the plan and said: test it "
+                                      "first.")
+
+
+def test_heddle_ask_without_a_terminal_prints_the_plan_and_approves_it_only_with_yes(
+        daemon_env, scripted, workspace):
+    scripted.add_scenario("pipe-plan", steps([tool("PresentPlan", plan=PLAN)]))
+    unasked = heddle(["ask", "-w", str(workspace), "-m", "pipe-plan", "--mode", "plan", "go"],
+                     daemon_env)
+    assert unasked.returncode == 0, unasked.stderr
+    assert "  not approved (no terminal to ask on): Plan: Rename greet" in unasked.stdout
+    assert "    2. Run the tests" in unasked.stdout
+    [result] = results(scripted.requests_for("pipe-plan")[-1])
+    assert text_of(result).startswith("The user did not approve the plan and said: Nobody can "
+                                      "approve a plan in this run (no terminal)")
+
+    scripted.add_scenario("yes-plan", steps([tool("PresentPlan", plan=PLAN)],
+                                            [tool("Write", path="new.txt", content="x")]))
+    approved = heddle(["ask", "-w", str(workspace), "-m", "yes-plan", "--mode", "plan", "-y",
+                       "go"], daemon_env)
+    assert approved.returncode == 0, approved.stderr
+    assert "  approved (--yes), mode default: Plan: Rename greet" in approved.stdout
+    assert "plan approved: mode default from now on" in approved.stdout
+    assert (workspace / "new.txt").read_text() == "x"  # -y allowed the Write in mode default

@@ -130,6 +130,8 @@ class Translator:
         if kind == "usage" and ev.get("contextWindow"):
             return [{"sessionUpdate": "usage_update", "used": ev.get("contextTokens", 0),
                      "size": ev["contextWindow"]}]
+        if kind == "modeChanged":  # an approved plan: the session goes on in the chosen mode
+            return [{"sessionUpdate": "current_mode_update", "currentModeId": ev["mode"]}]
         if kind == "turnEnded":
             return self.close()
         return []

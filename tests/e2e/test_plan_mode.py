@@ -268,3 +268,22 @@ def test_heddle_ask_without_a_terminal_prints_the_plan_and_approves_it_only_with
     assert "  approved (--yes), mode default: Plan: Rename greet" in approved.stdout
     assert "plan approved: mode default from now on" in approved.stdout
     assert (workspace / "new.txt").read_text() == "x"  # -y allowed the Write in mode default
+
+
+async def test_a_loaded_session_goes_on_in_the_mode_its_plan_was_approved_in(
+        daemon_env, daemon_command, scripted, workspace, tmp_path):
+    scripted.add_scenario("kept", steps([tool("PresentPlan", plan=PLAN)]))
+    env = dict(daemon_env, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    first = await lsp.start(env, daemon_command)
+    try:
+        first.answer = lambda p: {"decision": "allowOnce", "mode": "acceptEdits"}
+        sid = await new_session(first, workspace, "kept", permissionMode="plan")
+        await first.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+    finally:
+        await lsp.stop(first)
+    second = await lsp.start(env, daemon_command)
+    try:
+        loaded = await second.call("session/load", {"sessionId": sid})
+    finally:
+        await lsp.stop(second)
+    assert loaded["permissionMode"] == "acceptEdits"

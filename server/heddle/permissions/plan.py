@@ -16,6 +16,7 @@ from heddle.rules import PLAN_TOOL
 
 __all__ = ["PLAN_TOOL", "not_planning", "plan_refusal"]
 
+
 def not_planning(mode: str) -> str:
     return (f"{PLAN_TOOL} only works in plan mode, and this session is in mode {mode}: there "
             "is no plan to approve. Go ahead with the work as the mode allows (or ask the user "

@@ -146,7 +146,7 @@ local function ask_plan(params, options)
   end
   local result
   if choice == nil then
-    result = { decision = 'reject', message = 'The user dismissed the plan without a comment.' }
+    result = { decision = 'reject' } -- dismissed: keep planning, without a comment
   elseif choice.decision == 'reject' then
     if asked then
       message = await(function(done)

@@ -9,11 +9,12 @@ import subprocess
 import pytest
 
 from e2e import lsp
-from e2e.test_cli import Terminal, heddle
-from e2e.test_turns import new_session
+from e2e.test_cli import HEDDLE, Terminal
 
 DONE = {"content": [{"type": "text", "text": "Done."}]}
 PLAN = "# Rename greet\n\n1. Edit app.py\n2. Run the tests"
+TURN = 90
+"""Seconds a turn may take: a bound for a busy machine, far above the usual second or two."""
 
 
 def tool(name: str, **inp) -> dict:
@@ -30,6 +31,18 @@ async def client(daemon_env, daemon_command, tmp_path):
                         daemon_command)
     yield c
     await lsp.stop(c)
+
+
+async def new_session(client, workspace, model: str, **extra) -> str:
+    result = await client.call("session/new", {"workspace": str(workspace), "model": model,
+                                               **extra}, timeout=TURN)
+    return result["sessionId"]
+
+
+def heddle(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`heddle ask` without a terminal."""
+    return subprocess.run([HEDDLE, *args], env=env, capture_output=True, text=True,
+                          timeout=TURN, stdin=subprocess.DEVNULL)
 
 
 def user_texts(request) -> list[str]:
@@ -54,9 +67,9 @@ async def test_the_request_says_the_session_plans_and_keeps_the_cached_prefix(
     plain = await new_session(client, workspace, "plain")
     planning = await new_session(client, workspace, "planning", permissionMode="plan")
 
-    await client.call("turn/start", {"sessionId": plain, "prompt": "hello"})
-    await client.call("turn/start", {"sessionId": planning, "prompt": "hello"})
-    await client.call("turn/start", {"sessionId": planning, "prompt": "and then?"})
+    await client.call("turn/start", {"sessionId": plain, "prompt": "hello"}, timeout=TURN)
+    await client.call("turn/start", {"sessionId": planning, "prompt": "hello"}, timeout=TURN)
+    await client.call("turn/start", {"sessionId": planning, "prompt": "and then?"}, timeout=TURN)
 
     default, first, second = (scripted.requests_for("plain")[0],
                               *scripted.requests_for("planning"))
@@ -83,7 +96,8 @@ async def test_read_only_commands_run_in_plan_mode_and_others_are_refused(
         tool("Bash", command="cat app.py | wc -l")]))
     sid = await new_session(client, workspace, "bash", permissionMode="plan")
 
-    done = await client.call("turn/start", {"sessionId": sid, "prompt": "look around"})
+    done = await client.call("turn/start", {"sessionId": sid, "prompt": "look around"},
+                             timeout=TURN)
 
     assert done["reason"] == "completed"
     assert client.permission_requests == []  # nothing asked: read-only runs, the rest refused
@@ -109,7 +123,7 @@ async def test_an_approved_plan_switches_the_mode_and_the_model_is_told(
     client.answer = lambda p: {"decision": "allowOnce", "mode": "acceptEdits"}
     sid = await new_session(client, workspace, "approve", permissionMode="plan")
 
-    done = await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+    done = await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"}, timeout=TURN)
 
     assert done["reason"] == "completed"
     [asked] = client.permission_requests  # the plan; the Write after it ran in acceptEdits
@@ -127,9 +141,10 @@ async def test_an_approved_plan_switches_the_mode_and_the_model_is_told(
         "acceptEdits")
     assert (workspace / "new.txt").read_text() == "x"
     # the next turn runs in the new mode, with no note about plan mode
-    configured = await client.call("session/configure", {"sessionId": sid, "model": "approve-next"})
+    configured = await client.call("session/configure", {"sessionId": sid,
+                                                         "model": "approve-next"})
     assert configured["permissionMode"] == "acceptEdits"
-    await client.call("turn/start", {"sessionId": sid, "prompt": "thanks"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "thanks"}, timeout=TURN)
     assert user_texts(scripted.requests_for("approve-next")[0]) == ["thanks"]
 
 
@@ -139,7 +154,7 @@ async def test_a_rejected_plan_keeps_planning_with_the_feedback(client, scripted
     client.answer = lambda p: {"decision": "reject", "message": "also update the README"}
     sid = await new_session(client, workspace, "reject", permissionMode="plan")
 
-    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"}, timeout=TURN)
 
     requests = scripted.requests_for("reject")
     [rejected] = results(requests[1])
@@ -157,11 +172,11 @@ async def test_a_rejected_plan_keeps_planning_with_the_feedback(client, scripted
 async def test_leaving_plan_mode_is_told_once_at_the_next_turn(client, scripted, workspace):
     scripted.add_scenario("leave", {"steps": [DONE, DONE, DONE]})
     sid = await new_session(client, workspace, "leave", permissionMode="plan")
-    await client.call("turn/start", {"sessionId": sid, "prompt": "first"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "first"}, timeout=TURN)
 
     await client.call("session/configure", {"sessionId": sid, "permissionMode": "default"})
-    await client.call("turn/start", {"sessionId": sid, "prompt": "second"})
-    await client.call("turn/start", {"sessionId": sid, "prompt": "third"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "second"}, timeout=TURN)
+    await client.call("turn/start", {"sessionId": sid, "prompt": "third"}, timeout=TURN)
 
     _, second, third = scripted.requests_for("leave")
     assert user_texts(second) == [
@@ -176,7 +191,7 @@ async def test_present_plan_outside_plan_mode_is_refused_with_what_to_do(
     scripted.add_scenario("outside", steps([tool("PresentPlan", plan=PLAN)]))
     sid = await new_session(client, workspace, "outside")
 
-    await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=TURN)
 
     [refused] = results(scripted.requests_for("outside")[-1])
     assert refused["is_error"] and client.permission_requests == []
@@ -193,7 +208,7 @@ async def test_a_plan_answered_without_a_mode_goes_on_in_default(client, scripte
     client.answer = lambda p: next(answers)
     sid = await new_session(client, workspace, "nomode", permissionMode="plan")
 
-    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+    await client.call("turn/start", {"sessionId": sid, "prompt": "plan it"}, timeout=TURN)
 
     assert client.turn_events("modeChanged") == [{"kind": "modeChanged", "mode": "default"}]
     assert [r["tool"] for r in client.permission_requests] == ["PresentPlan", "Write"]
@@ -220,10 +235,10 @@ def test_heddle_ask_shows_the_plan_and_approves_it_in_the_mode_typed(daemon_env,
                                             [tool("Write", path="new.txt", content="x")]))
     term = terminals(["ask", "-w", str(workspace), "-m", "ask-plan", "--mode", "plan", "go"],
                     daemon_env)
-    term.expect(b"[y] approve  [e] approve, accept edits  [n] keep planning > ")
+    term.expect(b"[y] approve  [e] approve, accept edits  [n] keep planning > ", TURN)
     term.type(b"e\n")
 
-    assert term.wait() == 0, term.text()
+    assert term.wait(TURN) == 0, term.text()
     shown = term.text()
     assert "? Approve the plan: Plan: Rename greet" in shown
     assert "    1. Edit app.py" in shown  # the plan itself, indented
@@ -237,12 +252,12 @@ def test_heddle_ask_keeps_planning_with_what_the_user_typed(daemon_env, scripted
     scripted.add_scenario("ask-replan", steps([tool("PresentPlan", plan=PLAN)]))
     term = terminals(["ask", "-w", str(workspace), "-m", "ask-replan", "--mode", "plan", "go"],
                     daemon_env)
-    term.expect(b"[n] keep planning > ")
+    term.expect(b"[n] keep planning > ", TURN)
     term.type(b"n\n")
-    term.expect(b"what should change? (optional) > ")
+    term.expect(b"what should change? (optional) > ", TURN)
     term.type(b"test it first\n")
 
-    assert term.wait() == 0, term.text()
+    assert term.wait(TURN) == 0, term.text()
     [result] = results(scripted.requests_for("ask-replan")[-1])
     assert text_of(result).startswith("The user did not approve the plan and said: test it "
                                       "first.")
@@ -278,12 +293,12 @@ async def test_a_loaded_session_goes_on_in_the_mode_its_plan_was_approved_in(
     try:
         first.answer = lambda p: {"decision": "allowOnce", "mode": "acceptEdits"}
         sid = await new_session(first, workspace, "kept", permissionMode="plan")
-        await first.call("turn/start", {"sessionId": sid, "prompt": "plan it"})
+        await first.call("turn/start", {"sessionId": sid, "prompt": "plan it"}, timeout=TURN)
     finally:
         await lsp.stop(first)
     second = await lsp.start(env, daemon_command)
     try:
-        loaded = await second.call("session/load", {"sessionId": sid})
+        loaded = await second.call("session/load", {"sessionId": sid}, timeout=TURN)
     finally:
         await lsp.stop(second)
     assert loaded["permissionMode"] == "acceptEdits"

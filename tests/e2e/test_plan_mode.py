@@ -178,7 +178,9 @@ async def test_leaving_plan_mode_is_told_once_at_the_next_turn(client, scripted,
     await client.call("turn/start", {"sessionId": sid, "prompt": "second"}, timeout=TURN)
     await client.call("turn/start", {"sessionId": sid, "prompt": "third"}, timeout=TURN)
 
-    _, second, third = scripted.requests_for("leave")
+    first, second, third = scripted.requests_for("leave")
+    # the notes change no cached prefix: what the first request cached is read back
+    assert second.cache.read_tokens >= first.cache.creation_tokens + first.cache.read_tokens > 0
     assert user_texts(second) == [
         "[Plan mode ended] The user switched the session to mode default: you may now edit "
         "files and run commands; each edit or command asks the user first unless a rule allows "

@@ -72,6 +72,8 @@ def test_edits_are_allowed_or_rejected_through_the_picker(
 
 
 PLAN = "# Bump x\n\n1. Change x to 2 in app.py"
+TURN = 90
+"""Seconds a turn may take: a bound for a busy machine, far above the usual few."""
 
 
 def present_plan() -> dict[str, Any]:
@@ -90,7 +92,7 @@ def test_a_plan_is_shown_in_a_float_and_approved_with_the_chosen_mode(
     editor.answer(selects=[2])  # the second option: approve, and accept edits
 
     editor.cmd("AgentRun bump x")
-    status = editor.wait_idle()
+    status = editor.wait_idle(TURN)
 
     assert status["last"]["reason"] == "completed"
     [asked] = editor.harness("selects")  # the edit after it ran without asking (acceptEdits)
@@ -120,7 +122,7 @@ def test_a_plan_rejected_sends_the_feedback(editor, scripted: ScriptedServer,
     editor.answer(selects=["reject"], inputs=["keep x at 1"])
 
     editor.cmd("AgentRun bump x")
-    status = editor.wait_idle()
+    status = editor.wait_idle(TURN)
 
     assert status["mode"] == "plan"
     assert editor.harness("inputs") == [{"prompt": "What should change in the plan? "}]

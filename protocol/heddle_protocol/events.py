@@ -6,8 +6,8 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from heddle_protocol.types import (CancelPhase, ErrorInfo, HunkDecision, PermissionOutcome,
-                                   Preview,
+from heddle_protocol.types import (CancelPhase, ErrorInfo, HunkDecision, PermissionMode,
+                                   PermissionOutcome, Preview,
                                    RuleScope, TerminalReason, Usage, Wire)
 
 
@@ -226,12 +226,20 @@ class ErrorEvent(Ev, tag="error"):
     error: ErrorInfo
 
 
+class ModeChangedEvent(Ev, tag="modeChanged"):
+    """The session's permission mode changed during the turn: the user approved a plan and
+    picked the mode the session goes on in (sent after the `permissionAnswered`). The rest of
+    the turn and the next turns run in it; `session/configure` changes it otherwise."""
+
+    mode: PermissionMode
+
+
 Event = Union[
     TurnStartedEvent, TextDeltaEvent, ThinkingDeltaEvent, ToolCallStartedEvent,
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
     RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent,
     ModelFallbackEvent, CompactionEvent, ToolSummaryEvent, TodoEvent, AgentEventEvent,
-    ToolOutputEvent,
+    ToolOutputEvent, ModeChangedEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

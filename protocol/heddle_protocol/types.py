@@ -358,7 +358,15 @@ class CommandPreview(Wire, tag="command", tag_field="kind"):
     cwd: str
 
 
-Preview = DiffPreview | CommandPreview
+class PlanPreview(Wire, tag="plan", tag_field="kind"):
+    """A plan the agent presents in plan mode (its `PresentPlan` tool), for the user to approve
+    and pick the mode the session goes on in, or to reject with feedback."""
+
+    plan: str
+    """The plan in Markdown, as the model wrote it."""
+
+
+Preview = DiffPreview | CommandPreview | PlanPreview
 
 PermissionDecision = Literal["allowOnce", "allowAlways", "reject"]
 """What the user answers to a `permission/request`."""
@@ -380,6 +388,9 @@ class PermissionOption(Wire):
     label: str
     rule: str | None = None
     """With `allowAlways`: the rule that would be saved, e.g. `Bash(git status:*)`."""
+    mode: PermissionMode | None = None
+    """With a plan (`preview.kind` `plan`): the permission mode the session goes on in when
+    the user picks this option (`default`, `acceptEdits`). Omitted: not a plan's option."""
 
 
 class PermissionRequestParams(Wire):
@@ -423,6 +434,9 @@ class PermissionRequestResult(Wire):
     """With `allowOnce`/`allowAlways` on a preview with `after`: the text the user wants
     written instead of the proposal (they edited it); takes precedence over `hunks`.
     Omitted: the proposal, with `hunks` applied."""
+    mode: PermissionMode | None = None
+    """With `allowOnce` on a plan: the mode the session goes on in (the chosen option's
+    `mode`); `plan` is taken as `default`. Omitted: `default`."""
 
 
 # --- workspace/applyEdit (standard LSP, the subset Heddle sends) -----------------------------

@@ -67,6 +67,21 @@ NO_TERMINAL = ("heddle: {title} needs permission, but stdin is not a terminal to
                "--mode acceptEdits (allow edits) or --mode bypassPermissions (allow everything).")
 
 
+def answer_plan(renderer: Renderer, params: dict[str, Any], args: argparse.Namespace
+                ) -> dict[str, Any]:
+    """A plan when the user is not asked (-y, --no, no terminal): printed, then approved in
+    mode default with -y (each edit and command after it is then allowed by -y too), else
+    kept in plan mode, and the model is told to give the plan in its answer."""
+    if args.yes:
+        show_request(renderer, params, "  approved (--yes), mode default:")
+        return {"decision": "allowOnce", "mode": "default"}
+    show_request(renderer, params, "  not approved (--no):" if args.reject
+                 else "  not approved (no terminal to ask on):")
+    why = "--no" if args.reject else "no terminal"
+    return {"decision": "reject", "message": f"Nobody can approve a plan in this run ({why}); "
+            "stay in plan mode and end your answer with the plan, so the user can read it."}
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -203,6 +218,9 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
 
     async def on_permission(params: dict[str, Any]) -> dict[str, Any]:
         nonlocal hinted
+        if (params.get("preview") or {}).get("kind") == "plan" and (
+                lines is None or args.yes or args.reject):
+            return answer_plan(renderer, params, args)
         if args.yes:
             show_request(renderer, params, "  allowed (--yes):")
             return {"decision": "allowOnce"}

@@ -29,6 +29,8 @@ SCOPES: tuple[RuleScope, ...] = ("session", "project", "user")
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write"})
 READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 FAMILIES = {"Edit": EDIT_TOOLS, "Read": READ_TOOLS}
+PLAN_TOOL = "PresentPlan"
+"""The tool that ends plan mode: it asks the user to approve the plan (`heddle.tools.plan`)."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*|mcp__([A-Za-z0-9_-]+__)?\*")
 MCP = "mcp__"

@@ -271,6 +271,8 @@ class Renderer:
         elif kind == "modelFallback":
             self._line(self._c("33", f"  {clean(ev['fromModel'])} is overloaded; continuing "
                                f"with {clean(ev['toModel'])}"))
+        elif kind == "modeChanged":
+            self._line(self._c("1;32", f"  plan approved: mode {clean(ev['mode'])} from now on"))
         elif kind == "compaction":
             self._line(self._c("2", f"  (context {clean(ev['layer'])}: {ev['tokensBefore']:,} -> "
                                f"{plural(ev['tokensAfter'], 'token')})"))
@@ -291,6 +293,9 @@ def show_request(renderer: Renderer, params: dict[str, Any], heading: str) -> No
     elif preview.get("kind") == "command":
         renderer._line(f"    $ {clean(preview['command'])}    "
                        f"(in {clean(preview['cwd'], one_line=True)})", call)
+    elif preview.get("kind") == "plan":
+        for line in clean(preview["plan"]).splitlines():
+            renderer._line(f"    {line}", call)
 
 
 async def _prompt(renderer: Renderer, stdin: TerminalLines, question: str) -> str:
@@ -340,13 +345,39 @@ async def ask_hunks(renderer: Renderer, stdin: TerminalLines, params: dict[str, 
     return {"decision": "allowOnce", **({"hunks": rejected} if rejected else {})}
 
 
+PLAN_KEYS = {"default": ("y", "approve"), "acceptEdits": ("e", "approve, accept edits")}
+
+
+async def ask_plan(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """Show the plan and ask: approve it in one of the modes its options offer, or keep
+    planning with an optional message. End of input keeps planning."""
+    show_request(renderer, params, "? Approve the plan:")
+    modes = [o["mode"] for o in params["options"]
+             if o["decision"] != "reject" and o.get("mode") in PLAN_KEYS]
+    keys = "  ".join(f"[{PLAN_KEYS[m][0]}] {PLAN_KEYS[m][1]}" for m in modes)
+    while True:
+        line = await _prompt(renderer, stdin, f"  {keys}  [n] keep planning > ")
+        choice = line.strip().lower()
+        if not line or choice in ("n", "no"):
+            message = (await _prompt(renderer, stdin, "  what should change? (optional) > ")
+                       ).strip() if line else ""
+            return {"decision": "reject", **({"message": message} if message else {})}
+        mode = next((m for m in modes if choice == PLAN_KEYS[m][0]), None)
+        if mode is not None:
+            return {"decision": "allowOnce", "mode": mode}
+
+
 async def ask_user(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]
                    ) -> dict[str, Any]:
-    """Ask on the terminal (an edit of several hunks: hunk by hunk); the daemon withdrawing
-    the request (the turn was cancelled) ends the question where it stands."""
-    if len((params.get("preview") or {}).get("hunks") or []) > 1:
+    """Ask on the terminal (an edit of several hunks: hunk by hunk; a plan: approve it in a
+    mode, or not); the daemon withdrawing the request (the turn was cancelled) ends the
+    question where it stands."""
+    special = (ask_hunks if len((params.get("preview") or {}).get("hunks") or []) > 1
+               else ask_plan if (params.get("preview") or {}).get("kind") == "plan" else None)
+    if special is not None:
         try:
-            return await ask_hunks(renderer, stdin, params)
+            return await special(renderer, stdin, params)
         except asyncio.CancelledError:
             renderer.end_line()
             raise

@@ -190,3 +190,35 @@ async def test_plan_from_todowrite_and_usage(scripted, daemon_env, workspace):
         ("Read the code", "completed"), ("Fix greet", "in_progress")]
     usage = client.of("usage_update")
     assert usage and usage[-1]["size"] == 200000 and usage[-1]["used"] > 0
+
+
+PLAN = "# Add notes\n\n1. Write new.txt"
+
+
+async def test_a_plan_is_a_permission_request_and_its_approval_a_mode_update(
+        scripted, daemon_env, workspace):
+    plan = {"type": "tool_use", "name": "PresentPlan", "input": {"plan": PLAN}}
+    write = {"type": "tool_use", "name": "Write", "input": {"path": "new.txt", "content": "x\n"}}
+    scripted.add_scenario("planned", {"steps": [
+        {"content": [plan]}, {"content": [{"type": "text", "text": "Revising."}]},
+        {"content": [plan]}, {"content": [write]},
+        {"content": [{"type": "text", "text": "Written."}]}]})
+    client = Recorder()
+    client.answers = ["keep_planning", "approve_accept_edits"]
+    async with agent({**daemon_env, "HEDDLE_MODEL": "planned"}, workspace, client) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        await conn.set_session_mode(session_id=sid, mode_id="plan")
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("Plan")]), 30)
+        await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("Again")]), 30)
+
+    kept, approved = client.permissions  # the Write after the approval ran unasked
+    assert kept["options"] == ["approve_default", "approve_accept_edits", "keep_planning"]
+    assert kept["toolCall"]["kind"] == "switch_mode"
+    assert kept["toolCall"]["content"] == [{"type": "content", "content": {
+        "type": "text", "text": PLAN}}]
+    assert [u["currentModeId"] for u in client.of("current_mode_update")] == [
+        "plan", "acceptEdits"]
+    assert (workspace / "new.txt").read_text() == "x\n"
+    first_result = scripted.requests_for("planned")[1].body["messages"][-1]["content"][0]
+    assert first_result["is_error"] and "did not approve the plan" in first_result["content"]

@@ -80,7 +80,8 @@ async def test_each_mode(client, scripted, workspace):
         assert (workspace / f"ran-{mode}").exists() == (want[2] == "ok")
     plan = last_results(scripted, "plan")
     assert plan[1]["content"].startswith("Write is not available in plan mode")
-    assert plan[2]["content"].startswith("Bash is not available in plan mode")
+    assert plan[2]["content"].startswith("This command is not available in plan mode: touch is "
+                                         "not on the list of read-only commands")
     assert last_results(scripted, "default")[1]["content"] == (
         "The user rejected this Write call and said: not now")
 

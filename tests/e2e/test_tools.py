@@ -68,7 +68,7 @@ async def test_new_tools(client, scripted, workspace):
     assert finished[5]["diff"].startswith("--- a/docs/notes.md")
     tools = [t["name"] for t in scripted.requests_for("tools")[0].body["tools"]]
     assert tools == ["Read", "Glob", "Grep", "LS", "Edit", "MultiEdit", "Write", "Bash",
-                     "TodoWrite", "Task"]
+                     "TodoWrite", "Task", "PresentPlan"]
 
 
 async def test_invalid_tool_input_names_the_field(client, scripted, workspace):

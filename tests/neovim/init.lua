@@ -20,6 +20,28 @@ local function review()
   }
 end
 
+--- The floating windows on screen: their title and lines.
+local function floats()
+  local found = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local config = vim.api.nvim_win_get_config(win)
+    if config.relative ~= '' then
+      local title = config.title
+      if type(title) == 'table' then -- { { text, hl }, ... }
+        title = table.concat(vim.tbl_map(function(chunk)
+          return chunk[1]
+        end, title))
+      end
+      table.insert(found, {
+        title = title or '',
+        lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false),
+        filetype = vim.bo[vim.api.nvim_win_get_buf(win)].filetype,
+      })
+    end
+  end
+  return found
+end
+
 local function transcript()
   local ok, heddle = pcall(require, 'heddle')
   local buf = ok and heddle.status().buf
@@ -51,6 +73,7 @@ end
 -- Neovim's own picker (inputlist), for a test that uses it.
 T.stock_select = vim.ui.select
 T.review = review
+T.floats = floats
 
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
@@ -64,6 +87,7 @@ vim.ui.select = function(items, opts, on_choice)
     transcript = transcript(),
     state = require('heddle').status().state,
     review = review(),
+    floats = floats(),
   })
   local function choose(answer)
     if type(answer) == 'number' then -- the answer-th item (sessions, rules)

@@ -69,3 +69,63 @@ def test_edits_are_allowed_or_rejected_through_the_picker(
     assert not tool_result(after_allow).get("is_error")
     assert tool_result(after_reject).get("is_error") is True
     assert "keep x at 2, it is a fixture" in text_of(tool_result(after_reject))
+
+
+PLAN = "# Bump x\n\n1. Change x to 2 in app.py"
+TURN = 90
+"""Seconds a turn may take: a bound for a busy machine, far above the usual few."""
+
+
+def present_plan() -> dict[str, Any]:
+    return {"type": "tool_use", "name": "PresentPlan", "input": {"plan": PLAN}}
+
+
+def test_a_plan_is_shown_in_a_float_and_approved_with_the_chosen_mode(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    (workspace / "app.py").write_text("x = 1\n")
+    scripted.add_scenario("plan", {"steps": [
+        {"content": [present_plan()]},
+        {"content": [edit("x = 1", "x = 2")]},
+        {"content": [{"type": "text", "text": "Finished."}]},
+    ]})
+    editor.setup(model="plan", permission_mode="plan")
+    editor.answer(selects=[2])  # the second option: approve, and accept edits
+
+    editor.cmd("AgentRun bump x")
+    status = editor.wait_idle(TURN)
+
+    assert status["last"]["reason"] == "completed"
+    [asked] = editor.harness("selects")  # the edit after it ran without asking (acceptEdits)
+    assert asked["kind"] == "heddle.plan" and asked["prompt"] == "Heddle: Plan: Bump x"
+    assert asked["items"] == ["Approve, and ask before each edit", "Approve, and accept edits",
+                              "Keep planning (with feedback)"]
+    [float_] = asked["floats"]
+    assert float_["title"] == " Heddle: the plan " and float_["filetype"] == "markdown"
+    assert float_["lines"] == PLAN.split("\n")
+    assert editor.harness("floats()") == []  # closed once answered
+    assert (workspace / "app.py").read_text() == "x = 2\n"
+    assert status["mode"] == "acceptEdits"
+    lines = editor.transcript()
+    assert "- ▶ plan approved: mode acceptEdits from now on" in lines
+    [result] = [b for b in scripted.requests_for("plan")[1].body["messages"][-1]["content"]
+                if b["type"] == "tool_result"]
+    assert text_of(result).startswith("The user approved the plan.")
+
+
+def test_a_plan_rejected_sends_the_feedback(editor, scripted: ScriptedServer,
+                                            workspace: Path) -> None:
+    scripted.add_scenario("replan", {"steps": [
+        {"content": [present_plan()]},
+        {"content": [{"type": "text", "text": "I will revise it."}]},
+    ]})
+    editor.setup(model="replan", permission_mode="plan")
+    editor.answer(selects=["reject"], inputs=["keep x at 1"])
+
+    editor.cmd("AgentRun bump x")
+    status = editor.wait_idle(TURN)
+
+    assert status["mode"] == "plan"
+    assert editor.harness("inputs") == [{"prompt": "What should change in the plan? "}]
+    result = tool_result(scripted.requests_for("replan")[1])
+    assert result["is_error"] is True
+    assert text_of(result).startswith("The user did not approve the plan and said: keep x at 1.")

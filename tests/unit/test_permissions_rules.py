@@ -119,7 +119,7 @@ def test_decision_order(ctx):
 
 
 def test_modes(ctx):
-    bash, cmd = call(ctx, "Bash", command="ls")
+    bash, cmd = call(ctx, "Bash", command="touch x")
     edit, src = call(ctx, "Edit", path="a.py", old_string="", new_string="x")
     read, rd = call(ctx, "Read", path="a.py")
     todo, plan_inp = call(ctx, "TodoWrite", todos=[])

@@ -15,6 +15,9 @@
  *    again, it says the file is already trusted.
  *  - `heddle.model` changes while a turn waits for a permission answer: the panel still shows
  *    the turn to its end, and the next request runs in a new session with the new model.
+ *  - Plan mode: the agent's plan shows rendered in the panel and as Markdown beside the
+ *    editor while a quick pick asks; "Approve, and accept edits" switches the mode, and the
+ *    edit after it runs without asking.
  *
  * Screenshots go to .e2e/artifacts; with HEDDLE_UPDATE_SCREENSHOTS=1 the docs' screenshots
  * under docs/images are refreshed too.
@@ -46,7 +49,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   before(async () => {
     root = tempDir("heddle-e2e-");
-    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", ...EDIT_MODELS, ...THREAD_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
+    scripted = await startScripted(["vscode-e2e", "vscode-slow", "vscode-e2e-trust", "vscode-renew", "vscode-hello", "vscode-plan-mode", ...EDIT_MODELS, ...THREAD_MODELS].map((s) => join(SCENARIOS, `${s}.json`)));
     codeServer = await startCodeServer({ root: root.path, vsix: VSIX, settings: editorSettings(root.path, scripted.url) });
     browser = await launchBrowser();
   });
@@ -121,6 +124,44 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       assert.equal(readFileSync(join(folder, "hello.py"), "utf8"), 'print("Hello, world")\n');
       assert.equal(existsSync(join(folder, "out.txt")), false, "the rejected command did not run");
       await screenshot(workbench, "vscode-panel", true);
+    });
+  });
+
+  it("Plan mode: the plan is shown and approved in the mode picked", async (t) => {
+    const mark = milestones(t);
+    const folder = makeWorkspace(root.path, "plan", "vscode-plan-mode", {});
+    // A stricter mode from the project's settings applies without trust.
+    mkdirSync(join(folder, ".heddle"), { recursive: true });
+    writeFileSync(join(folder, ".heddle", "settings.toml"), '[permissions]\nmode = "plan"\n');
+    const workbench = await Workbench.open(browser, codeServer.url, folder);
+    mark("workbench loaded");
+    await withPage(t, workbench, async () => {
+      await workbench.statusItem("Heddle: ask the agent").waitFor();
+      await workbench.runCommand("Heddle: Ask agent");
+      await workbench.answerInputBox("Ask Heddle", "Fix it");
+
+      const prompt = workbench.quickInput.filter({ hasText: "Heddle has a plan: approve it?" });
+      await prompt.waitFor();
+      mark("plan asked");
+      const rows = (await prompt.locator(".quick-input-list .monaco-list-row").allInnerTexts()).map((row) => row.replace(/\s+/g, " ").trim());
+      assert.ok(rows[0].startsWith("Approve, and ask before each edit"), JSON.stringify(rows));
+      assert.ok(rows[1].startsWith("Approve, and accept edits"), JSON.stringify(rows));
+      assert.ok(rows[2].startsWith("Keep planning (with feedback)"), JSON.stringify(rows));
+      // The plan is rendered in the panel and open as Markdown beside the editor.
+      const panel = workbench.panel();
+      const plan = panel.locator("section.tool .tool-plan");
+      assert.equal(await plan.locator("h1").innerText(), "Fix the typo");
+      assert.equal(await plan.locator("strong").innerText(), "notes.txt");
+      await workbench.tab("Plan.md").waitFor();
+      await screenshot(workbench, "vscode-plan", true);
+
+      await workbench.quickInputRow("Approve, and accept edits").click();
+      await panel.locator('section.end[data-reason="completed"]').waitFor();
+      mark("turn completed");
+      await panel.locator("section.notice", { hasText: "Plan approved: mode acceptEdits from now on." }).waitFor();
+      await workbench.tab("Plan.md").waitFor({ state: "detached" });
+      assert.equal(await workbench.quickInput.isVisible(), false, "the Write after the plan ran without asking");
+      assert.equal(readFileSync(join(folder, "notes.txt"), "utf8"), "fixed\n");
     });
   });
 

@@ -105,13 +105,22 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider, vscode
     await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: true, preserveFocus: true });
   }
 
-  /** Drop the texts for `key` and close its diff view: once answered, the proposal is stale. */
+  /** Open `text` (a plan) read-only as Markdown beside the editor, without taking the focus. */
+  async showMarkdown(key: string, text: string): Promise<void> {
+    const uri = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${key}/plan/Plan.md` });
+    this.texts.set(uri.toString(), text);
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(document, "markdown").then(undefined, () => undefined);
+    await vscode.window.showTextDocument(document, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+  }
+
+  /** Drop the texts for `key` and close its views: once answered, the proposal is stale. */
   async forget(key: string): Promise<void> {
     const prefix = `/${key}/`;
+    const ours = (uri: vscode.Uri) => uri.scheme === DIFF_SCHEME && uri.path.startsWith(prefix);
     const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs).filter((tab) =>
-      tab.input instanceof vscode.TabInputTextDiff &&
-      tab.input.modified.scheme === DIFF_SCHEME &&
-      tab.input.modified.path.startsWith(prefix));
+      (tab.input instanceof vscode.TabInputTextDiff && ours(tab.input.modified)) ||
+      (tab.input instanceof vscode.TabInputText && ours(tab.input.uri)));
     if (tabs.length) await vscode.window.tabGroups.close(tabs, true).then(undefined, () => undefined);
     for (const uri of [...this.texts.keys()]) {
       if (vscode.Uri.parse(uri).path.startsWith(prefix)) this.texts.delete(uri);

@@ -40,14 +40,14 @@ export const ErrorCodes = {
   SessionInUse: -32016,
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput", "modeChanged"] as const;
 export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
 
 export interface AgentEventEvent {
   kind: "agent";
   toolCallId: string;
   agent: string;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;
 }
 export interface ApplyWorkspaceEditParams {
   label: string;
@@ -151,6 +151,10 @@ export interface McpServerInfo {
   error?: string | null;
   restarts?: number;
 }
+export interface ModeChangedEvent {
+  kind: "modeChanged";
+  mode: "acceptEdits" | "bypassPermissions" | "default" | "plan";
+}
 export interface ModelCallEvent {
   kind: "modelCall";
   index: number;
@@ -176,12 +180,13 @@ export interface PermissionAskedEvent {
   kind: "permissionAsked";
   toolCallId: string;
   title: string;
-  preview?: DiffPreview | CommandPreview | null;
+  preview?: DiffPreview | CommandPreview | PlanPreview | null;
 }
 export interface PermissionOption {
   decision: "allowAlways" | "allowOnce" | "reject";
   label: string;
   rule?: string | null;
+  mode?: "acceptEdits" | "bypassPermissions" | "default" | "plan" | null;
 }
 export interface PermissionRequestParams {
   sessionId: string;
@@ -191,7 +196,7 @@ export interface PermissionRequestParams {
   input: Record<string, unknown>;
   title: string;
   options: Array<PermissionOption>;
-  preview?: DiffPreview | CommandPreview | null;
+  preview?: DiffPreview | CommandPreview | PlanPreview | null;
 }
 export interface PermissionRequestResult {
   decision: "allowAlways" | "allowOnce" | "reject";
@@ -200,11 +205,16 @@ export interface PermissionRequestResult {
   scope?: "project" | "session" | "user" | null;
   hunks?: Array<HunkAnswer> | null;
   finalText?: string | null;
+  mode?: "acceptEdits" | "bypassPermissions" | "default" | "plan" | null;
 }
 export interface PermissionRule {
   rule: string;
   kind: "allow" | "ask" | "deny";
   scope: "project" | "session" | "user";
+}
+export interface PlanPreview {
+  kind: "plan";
+  plan: string;
 }
 export interface Position {
   line: number;
@@ -409,7 +419,7 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -471,4 +481,4 @@ export interface WorkspaceTrustResult {
   enables?: Array<string>;
   trusted?: boolean;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;

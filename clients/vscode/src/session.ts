@@ -449,6 +449,10 @@ export class Conversation implements Disposable {
       // A queued prompt that outlived a cancelled turn starts as a turn of its own: end it too.
       if (mine.length && mine.every((turn) => turn.cancelled)) this.sendCancel({ sessionId: params.sessionId, turnId: params.turnId });
     }
+    if (params.event.kind === "modeChanged") {
+      // An approved plan: the session goes on in the mode the user picked.
+      this.session = { ...this.session, permissionMode: params.event.mode };
+    }
     this.host.onEvent(params);
   }
 

@@ -45,6 +45,8 @@ export type Block =
       preview?: string;
       /** The command a shell call asks to run. */
       command?: string;
+      /** The plan (Markdown) a PresentPlan call asks the user to approve. */
+      plan?: string;
       decision?: string;
       /** What the user told the agent when rejecting. */
       note?: string;
@@ -160,7 +162,10 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, rep
         state: "asking",
         preview: event.preview?.kind === "diff" ? event.preview.diff : undefined,
         command: event.preview?.kind === "command" ? event.preview.command : undefined,
+        plan: event.preview?.kind === "plan" ? event.preview.plan : undefined,
       });
+    case "modeChanged":
+      return append(t, serial, { kind: "notice", id, level: "info", text: `Plan approved: mode ${event.mode} from now on.` });
     case "permissionAnswered":
       return upsertTool(t, serial, event.toolCallId, {
         state: event.decision === "reject" ? "rejected" : "running",

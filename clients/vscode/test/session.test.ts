@@ -68,7 +68,7 @@ describe("session logic against the real daemon", () => {
     state = tempDir("heddle-state-");
     scripted = await startScripted(
       ["vscode-edit", "vscode-two-edits", "vscode-command", "vscode-slow", "vscode-edit-cancel", "vscode-follow-up", "vscode-reset",
-        "vscode-plan-task", "vscode-restart", "vscode-renew", "vscode-hello"]
+        "vscode-plan-task", "vscode-restart", "vscode-renew", "vscode-hello", "vscode-plan-mode"]
         .map(scenario),
     );
     daemonEnv = { ANTHROPIC_BASE_URL: scripted.url, ANTHROPIC_API_KEY: "test", XDG_STATE_HOME: state.path };
@@ -193,6 +193,27 @@ describe("session logic against the real daemon", () => {
     assert.match(task?.children?.[0].title ?? "", /Hello/);
     assert.equal(task?.children?.[0].state, "ok");
     assert.ok(!host.blocks("assistant").some((b) => b.text.includes("printed in hello.py")), "the sub-agent's text stays inside");
+  });
+
+  it("a plan in plan mode is shown, approved with the mode picked, and the session goes on in it", async () => {
+    const host = new Recorder(async (request) => {
+      const option = request.options.find((o) => o.mode === "acceptEdits");
+      return { decision: option!.decision, mode: option!.mode! };
+    });
+    const conversation = new Conversation(daemon.connection, host);
+    const result = await deadline(conversation.ask({ ...settings("vscode-plan-mode"), permissionMode: "plan" }, "Fix it"), 20000, "the turn");
+
+    assert.equal(result.reason, "completed");
+    assert.equal(host.asked.length, 1, "the Write after the approval ran without asking");
+    assert.equal(host.asked[0].preview?.kind, "plan");
+    assert.deepEqual(host.asked[0].options.map((o) => [o.decision, o.mode ?? null]), [
+      ["allowOnce", "default"], ["allowOnce", "acceptEdits"], ["reject", null]]);
+    const [plan] = host.blocks("tool");
+    assert.equal(plan.tool, "PresentPlan");
+    assert.equal(plan.plan, "# Fix the typo\n\n1. Write **notes.txt**");
+    assert.ok(host.blocks("notice").some((b) => b.text === "Plan approved: mode acceptEdits from now on."));
+    assert.equal(conversation.sessionInfo?.permissionMode, "acceptEdits");
+    assert.equal(readFileSync(join(workspace.path, "notes.txt"), "utf8"), "fixed\n");
   });
 
   it("cancel ends a streaming turn promptly with reason cancelled", async () => {

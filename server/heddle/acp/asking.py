@@ -8,6 +8,10 @@
 | `reject_always` | `reject`, and the call's rule added as a session `deny` rule    |
 | `cancelled`     | `reject` (the client cancelled the prompt turn)                 |
 
+A plan (PresentPlan in plan mode) is asked with its own options: `approve_default` and
+`approve_accept_edits` (kind `allow_once`: approve, and go on in that mode) and
+`keep_planning` (`reject_once`); the plan is the tool call's content, in Markdown.
+
 No answer within the timeout, an error answer or an unknown option is a rejection that says
 why, as on the LSP door.
 """
@@ -21,7 +25,7 @@ import anyio
 from acp.schema import AllowedOutcome, RequestPermissionResponse
 from pydantic import ValidationError
 
-from heddle.core.events import CommandPreview, DiffPreview
+from heddle.core.events import CommandPreview, DiffPreview, PlanPreview
 from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule, RuleError
 from heddle.sessions.session import Session
 from heddle.shown import one_line
@@ -32,7 +36,19 @@ log = logging.getLogger(__name__)
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
+PLAN_OPTIONS = [
+    {"optionId": "approve_default", "name": "Approve, and ask before each edit",
+     "kind": "allow_once"},
+    {"optionId": "approve_accept_edits", "name": "Approve, and accept edits",
+     "kind": "allow_once"},
+    {"optionId": "keep_planning", "name": "Keep planning", "kind": "reject_once"},
+]
+PLAN_MODES = {"approve_default": "default", "approve_accept_edits": "acceptEdits"}
+
+
 def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
+    if isinstance(prompt.preview, PlanPreview):
+        return PLAN_OPTIONS
     rule = one_line(prompt.rule or "")  # (an exact command line may hold a newline, a U+202E)
     always = [{"optionId": "allow_always", "name": f"Always allow {rule}",
                "kind": "allow_always"},
@@ -59,6 +75,8 @@ def tool_call(prompt: PermissionPrompt, translator: Translator) -> dict[str, Any
                                "type": "text", "text": f"```diff\n{p.diff}\n```"}}])
         if call["content"][0].get("oldText") is None:
             call["content"][0].pop("oldText", None)
+    elif isinstance(p, PlanPreview):
+        call["content"] = [{"type": "content", "content": {"type": "text", "text": p.plan}}]
     elif isinstance(p, CommandPreview):
         call["content"] = [{"type": "content", "content": {
             "type": "text", "text": f"```\n{p.command}\n```\nin {p.cwd}"}}]
@@ -85,6 +103,8 @@ def asker(session: Session, request: Request, translator: Translator, timeout: f
         if not isinstance(outcome, AllowedOutcome):
             return PermissionAnswer("reject", reason="the client cancelled the request")
         chosen = outcome.option_id
+        if isinstance(prompt.preview, PlanPreview):
+            return plan_answer(chosen)
         if chosen == "allow_once":
             return PermissionAnswer("allowOnce")
         if chosen == "allow_always" and prompt.rule:
@@ -101,3 +121,12 @@ def asker(session: Session, request: Request, translator: Translator, timeout: f
         return PermissionAnswer("reject", reason=f"the client chose an option that was not "
                                 f"offered: {chosen!r}")
     return ask
+
+
+def plan_answer(chosen: str) -> PermissionAnswer:
+    if chosen in PLAN_MODES:
+        return PermissionAnswer("allowOnce", mode=PLAN_MODES[chosen])  # type: ignore[arg-type]
+    if chosen == "keep_planning":
+        return PermissionAnswer("reject")
+    return PermissionAnswer("reject", reason=f"the client chose an option that was not "
+                            f"offered: {chosen!r}")

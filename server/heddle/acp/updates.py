@@ -24,7 +24,7 @@ from typing import Any
 
 KINDS = {"Read": "read", "Edit": "edit", "MultiEdit": "edit", "Write": "edit",
          "Bash": "execute", "Grep": "search", "Glob": "search", "LS": "search",
-         "TodoWrite": "think", "Task": "think"}
+         "TodoWrite": "think", "Task": "think", "PresentPlan": "switch_mode"}
 """ACP's `ToolKind` for each built-in tool; any other tool is `other`."""
 OUTPUT_CHARS = 32 * 1024
 """Newest characters of a call's live output shown in its tool call."""
@@ -130,6 +130,8 @@ class Translator:
         if kind == "usage" and ev.get("contextWindow"):
             return [{"sessionUpdate": "usage_update", "used": ev.get("contextTokens", 0),
                      "size": ev["contextWindow"]}]
+        if kind == "modeChanged":  # an approved plan: the session goes on in the chosen mode
+            return [{"sessionUpdate": "current_mode_update", "currentModeId": ev["mode"]}]
         if kind == "turnEnded":
             return self.close()
         return []

@@ -107,7 +107,13 @@ class CommandPreview(msgspec.Struct, frozen=True):
     cwd: str
 
 
-Preview = Union[DiffPreview, CommandPreview]
+class PlanPreview(msgspec.Struct, frozen=True):
+    """A plan the model presents for approval (PresentPlan), in Markdown."""
+
+    plan: str
+
+
+Preview = Union[DiffPreview, CommandPreview, PlanPreview]
 
 
 class PermissionAsked(msgspec.Struct, frozen=True):
@@ -128,6 +134,12 @@ class PermissionAnswered(msgspec.Struct, frozen=True):
     """An edit answered hunk by hunk: every hunk's outcome. Empty: all or nothing."""
     edited: bool = False
     """The user's own text was written instead of the proposal."""
+
+
+class ModeChanged(msgspec.Struct, frozen=True):
+    """The session's permission mode changed during a turn (the user approved a plan)."""
+
+    mode: str
 
 
 class TodoItem(msgspec.Struct, frozen=True):
@@ -258,5 +270,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
-    TodoUpdate, AgentEvent, ToolOutputChunk, ThinkingDone,
+    TodoUpdate, AgentEvent, ToolOutputChunk, ThinkingDone, ModeChanged,
 ]

@@ -111,6 +111,11 @@ class ToolContext:
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""
+    permission_mode: Callable[[], str] = lambda: "default"
+    """The session's permission mode now."""
+    switch_mode: Callable[[str], None] | None = None
+    """Puts the session in another permission mode (the user approved a plan and chose it);
+    None: this context cannot (a sub-agent)."""
 
     def output(self, stream: OutputStream, data: bytes, hook: str | None = None) -> None:
         """Report bytes the running call's command (or `hook`'s) wrote, for the editor to show

@@ -21,7 +21,7 @@ import anyio.abc
 import msgspec
 
 from heddle.core.events import (CoreEvent, DiffPreview, PermissionAnswered, PermissionAsked,
-                                Preview, ToolCallFinished)
+                                PlanPreview, Preview, ToolCallFinished)
 from heddle.core.hunks import Review, review
 from heddle.core.messages import (ImageBlock, ImageSource, TextBlock, ToolResultBlock, ToolUseBlock,
                                   well_formed)
@@ -34,6 +34,7 @@ from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, Permi
 from heddle.rules import RuleScope
 from heddle.shown import one_line
 from heddle.tools.base import budget_result, schema_of
+from heddle.tools.plan import rejected as plan_rejected
 
 log = logging.getLogger(__name__)
 
@@ -317,6 +318,8 @@ class ToolExecutor:
                 block.id, answer.decision, saved, answer.reason or note, scope,
                 hunks=review.decisions if review else answer.hunks,
                 edited=bool(review and review.edited)))
+        if isinstance(preview, PlanPreview):
+            return self._planned(answer), None
         if answer.decision in ("allowOnce", "allowAlways"):
             return None, review
         if answer.message:
@@ -326,6 +329,16 @@ class ToolExecutor:
                     "tell the user what you wanted to do instead."), None
         return (f"The user rejected this {tool.name} call. Do not retry it; ask the user how to "
                 "proceed if you need it."), None
+
+    def _planned(self, answer: PermissionAnswer) -> str | None:
+        """An answer to a plan: approved, the session goes on in the mode the user picked
+        (never plan again) and the tool runs; else what the model reads."""
+        if answer.decision == "reject":
+            return plan_rejected(answer.message, answer.reason)
+        if self.ctx.switch_mode is None:
+            return plan_rejected(None, "this session cannot change its mode here")
+        self.ctx.switch_mode(answer.mode if answer.mode not in (None, "plan") else "default")
+        return None
 
     def _keep(self, rule: str, scope: RuleScope) -> tuple[str | None, RuleScope | None, str | None]:
         """Add an "allow always" rule: (the rule kept, its scope, a note when not as asked)."""

@@ -1,5 +1,5 @@
-"""Permission decisions: deny rules, the plan mode, Heddle's own files, ask, allow, then the
-mode; what is left asks.
+"""Permission decisions: deny rules, the plan mode (and its plan tool), Heddle's own files,
+ask, allow, then the mode; what is left asks.
 
 A session's policy holds its mode, its rules (each with a scope: the session, the project's
 settings file or the user's), its tool hooks and the secrets its tools may see. Rules saved
@@ -18,6 +18,7 @@ from heddle.core.hunks import HunkDecision
 from heddle.core.tools import Tool, ToolContext
 from heddle.rules import (EDIT_TOOLS, KINDS, Rule, RuleError, RuleKind, RuleScope, allowing,
                           check_rule, covers, parse_rule, path_matches, rule_matches)
+from heddle.permissions.plan import PLAN_TOOL, not_planning, plan_refusal
 from heddle.permissions.protected import NOTE, protected
 from heddle.permissions.store import SettingsWriteError, add_rule, remove_rule
 from heddle.permissions.trust import rewrite_project
@@ -76,6 +77,8 @@ class PermissionAnswer:
     are accepted."""
     final_text: str | None = None
     """The user's own text for an edit, instead of the proposal."""
+    mode: Mode | None = None
+    """An approved plan: the permission mode the session goes on in. None: `default`."""
 
 
 class Asker(Protocol):
@@ -206,9 +209,13 @@ class PermissionPolicy:
         here)."""
         if rule := self._first("deny", tool, inp, ctx):
             return Deny(f"{tool.name} is denied by the rule {rule.pattern} ({_where(rule)}).")
-        if self.mode == "plan" and not tool.read_only:
-            return Deny(f"{tool.name} is not available in plan mode: only read-only tools run. "
-                        "Describe the change you would make instead.")
+        if tool.name == PLAN_TOOL:
+            return Ask("") if self.mode == "plan" else Deny(not_planning(self.mode))
+        read_only = tool.read_only
+        if self.mode == "plan" and not read_only:
+            if (why := plan_refusal(tool, inp)) is not None:
+                return Deny(why)
+            read_only = True  # a read-only command line
         if self.mode != "bypassPermissions" and self.protects(tool, inp, ctx):
             return Ask("", NOTE)  # before every allow: only a yes to this very call will do
         if hook == "ask" or self._first("ask", tool, inp, ctx):
@@ -220,8 +227,8 @@ class PermissionPolicy:
         if rules := allowing(self.rules, tool, inp, ctx):  # a Bash line may need several
             return Allow(f"rule{'s' if len(rules) > 1 else ''} "
                          + ", ".join(f"{r.pattern} ({_where(r)})" for r in rules))
-        if tool.read_only:
-            return Allow("read-only tool")
+        if read_only:
+            return Allow("read-only tool" if tool.read_only else "read-only command, plan mode")
         if self.mode == "acceptEdits" and tool.name in EDIT_TOOLS:
             return Allow("mode acceptEdits")
         return Ask(tool.rule_for(inp, ctx))

@@ -26,7 +26,7 @@ def usage(u: core.Usage) -> wire.Usage:
 
 
 def preview(p: core.Preview | None, texts: bool = True
-            ) -> wire.DiffPreview | wire.CommandPreview | None:
+            ) -> wire.Preview | None:
     """The wire preview; `texts=False`: a diff's path and diff only (for events and
     transcripts, which need not hold whole files)."""
     if isinstance(p, core.DiffPreview) and not texts:
@@ -39,6 +39,8 @@ def preview(p: core.Preview | None, texts: bool = True
                                     for h in p.hunks] if p.before is not None else None)
     if isinstance(p, core.CommandPreview):
         return wire.CommandPreview(command=p.command, cwd=p.cwd)
+    if isinstance(p, core.PlanPreview):
+        return wire.PlanPreview(plan=p.plan)
     return None
 
 
@@ -95,6 +97,8 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
             return wev.ToolSummaryEvent(tool_call_ids=list(ids), summary=summary)
         case core.ErrorReport(err):
             return wev.ErrorEvent(error=error_info(err))
+        case core.ModeChanged(mode):
+            return wev.ModeChangedEvent(mode=mode)
     return None
 
 
@@ -164,11 +168,21 @@ def rule(r: Rule) -> wire.PermissionRule:
     return wire.PermissionRule(rule=r.pattern, kind=r.kind, scope=r.scope)
 
 
+PLAN_OPTIONS = [
+    wire.PermissionOption(decision="allowOnce", label="Approve, and ask before each edit",
+                          mode="default"),
+    wire.PermissionOption(decision="allowOnce", label="Approve, and accept edits",
+                          mode="acceptEdits"),
+    wire.PermissionOption(decision="reject", label="Keep planning (with feedback)"),
+]
+"""A plan's options: approve and go on in `default` or `acceptEdits`, or reject."""
+
+
 def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wire.PermissionRequestParams:
     return wire.PermissionRequestParams(
         session_id=session_id, turn_id=turn_id, tool_call_id=p.tool_call_id, tool=p.tool,
         input=msgspec.to_builtins(p.input), title=p.title, preview=preview(p.preview),
-        options=[
+        options=list(PLAN_OPTIONS) if isinstance(p.preview, core.PlanPreview) else [
             wire.PermissionOption(decision="allowOnce", label="Allow once"),
             *([wire.PermissionOption(decision="allowAlways", label=f"Always allow {p.rule}",
                                      rule=p.rule)] if p.rule else []),
@@ -194,7 +208,8 @@ def permission_answer(answer: wire.PermissionRequestResult,
             return PermissionAnswer("reject", message=rejection_message(decisions),
                                     hunks=tuple(decisions))
     return PermissionAnswer(answer.decision, answer.rule, answer.message, scope=answer.scope,
-                            hunks=tuple(decisions), final_text=answer.final_text)
+                            hunks=tuple(decisions), final_text=answer.final_text,
+                            mode=answer.mode)
 
 
 class PermissionAnswerInvalid(ValueError):

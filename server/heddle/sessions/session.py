@@ -115,6 +115,9 @@ class Session:
     last_call_at: float | None = None
     """`time.monotonic()` when its last turn ended (about its last model call); None: no turn
     in this daemon yet."""
+    mode_told: str | None = None
+    """The permission mode the model last heard of (a plan-mode note, an approved plan); None:
+    none yet in this daemon."""
     mcp: McpServers | None = None
     """Its MCP servers (`heddle.mcp.servers.start_servers`); None: it has none. Its turns
     offer their tools; `SessionRegistry.close` stops them."""

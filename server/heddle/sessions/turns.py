@@ -20,9 +20,9 @@ import anyio.lowlevel
 from heddle.context.compactor import CompactResult, Compactor
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits, estimate_tokens
-from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModelCallStarted, Terminal,
-                                TerminalReason, ThinkingDone, ToolCallFinished, ToolOutputChunk,
-                                Usage)
+from heddle.core.events import (Compaction, CoreEvent, MessageFinal, ModeChanged,
+                                ModelCallStarted, Terminal, TerminalReason, ThinkingDone,
+                                ToolCallFinished, ToolOutputChunk, Usage)
 from heddle.core.messages import Block, Message, TextBlock, append_user
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
@@ -47,6 +47,7 @@ from heddle.sessions.stop_hooks import CommandStopHooks
 from heddle.sessions.transcript import TranscriptWriter, sessions_dir
 from heddle.tools.base import schema_of
 from heddle.tools.diagnostics import DEFAULT_WAIT
+from heddle.tools.plan import ended_note, plan_note
 from heddle.settings import CacheSettings, ModelLimitSettings
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                emit: Callable[[CoreEvent], None], asker: Asker, request_id: object) -> Terminal:
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
     session.turn = turn  # claimed before any await, so two waiters can never both start
-    prompt = Message("user", (TextBlock(text),))
+    prompt = Message("user", mode_notes(session) + (TextBlock(text),))
     messages = append_user(session.messages, prompt.content)
     outlet = emit if isinstance(emit, Outlet) else None
     transcript = session.transcript
@@ -178,7 +179,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
                         results_dir=session_results_dir(sessions_dir(), session.id),
-                        run_agent=run_agent)
+                        run_agent=run_agent, permission_mode=lambda: session.policy.mode)
 
                 toolbox = Toolbox(tools_of(session, deps), context(emit, None), asker,
                                   session.permission_lock)
@@ -188,6 +189,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
                 toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
+                toolbox.ctx.switch_mode = lambda mode: switch_mode(session, mode, emit)
                 terminal = await drive(query(messages, config, seams, run), emit)
         if terminal is None:  # cancelled before the loop could report
             tail = () if turn.abort_reason == "interrupt" else (TextBlock(INTERRUPTED),)
@@ -213,6 +215,30 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                 q.state = "pending"
         session.turn = None
         turn.done.set()
+
+
+def mode_notes(session: Session) -> tuple[Block, ...]:
+    """What the turn's user message says about the mode before the prompt: that the session
+    plans (every turn in plan mode), or that planning has ended (the first turn after the user
+    left plan mode)."""
+    mode, told = session.policy.mode, session.mode_told
+    session.mode_told = mode
+    if mode == "plan":
+        return (TextBlock(plan_note()),)
+    if told == "plan":
+        return (TextBlock(ended_note(mode)),)
+    return ()
+
+
+def switch_mode(session: Session, mode: str, emit: Callable[[CoreEvent], None]) -> None:
+    """The user approved a plan and picked `mode`: the rest of the turn and the next ones run
+    in it, the transcript keeps it, the editor hears of it, and the model has been told (the
+    plan tool's result says so)."""
+    session.policy.mode = mode  # type: ignore[assignment]  # checked on the wire
+    session.mode_told = mode
+    if session.transcript is not None:
+        session.transcript.configured(mode, None)
+    emit(ModeChanged(mode))
 
 
 def table_limits(window_override: int = 0

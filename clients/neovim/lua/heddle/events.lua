@@ -58,6 +58,10 @@ function render.toolCallFinished(t, ev)
   }, details)
 end
 
+function render.modeChanged(t, ev)
+  t:note(format.mode_changed(ev))
+end
+
 function render.toolOutput(t, ev)
   t:output(ev.toolCallId, ev)
 end

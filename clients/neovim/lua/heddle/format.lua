@@ -188,7 +188,8 @@ function M.fenced(lang, text)
   return lines
 end
 
---- The lines that preview a permission request: the diff of an edit, or the command to run.
+--- The lines that preview a permission request: the diff of an edit, the command to run, or
+--- the plan to approve.
 function M.preview(preview)
   if type(preview) ~= 'table' then
     return nil
@@ -197,8 +198,15 @@ function M.preview(preview)
     return M.fenced('diff', preview.diff)
   elseif preview.kind == 'command' and type(preview.command) == 'string' then
     return M.fenced('sh', preview.command)
+  elseif preview.kind == 'plan' and type(preview.plan) == 'string' then
+    return M.fenced('markdown', preview.plan)
   end
   return nil
+end
+
+--- A `modeChanged` event: the user approved a plan and the session goes on in `ev.mode`.
+function M.mode_changed(ev)
+  return ('▶ plan approved: mode %s from now on'):format(tostring(ev.mode))
 end
 
 --- A `retry` event: the model request failed and is tried again.

@@ -101,13 +101,77 @@ local function ask_with_review(params, options)
   end)
 end
 
+--- A floating window with the plan (Markdown) to approve, shown while the picker asks; returns
+--- the function that closes it.
+local function show_plan(plan)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(plan, '\n', { plain = true }))
+  vim.bo[buf].filetype = 'markdown'
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].bufhidden = 'wipe'
+  local width = math.max(20, math.min(100, vim.o.columns - 4))
+  local height = math.max(1, math.min(vim.api.nvim_buf_line_count(buf), vim.o.lines - 8))
+  local win = vim.api.nvim_open_win(buf, false, {
+    relative = 'editor',
+    width = width,
+    height = height,
+    row = 1,
+    col = math.floor((vim.o.columns - width) / 2),
+    style = 'minimal',
+    border = 'rounded',
+    title = ' Heddle: the plan ',
+    title_pos = 'center',
+  })
+  vim.wo[win].wrap = true
+  vim.wo[win].conceallevel = 2
+  vim.cmd.redraw()
+  return function()
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+end
+
+--- Asks about a plan (`preview.kind` `plan`): shown in a floating window, approved with the
+--- mode the session goes on in (the options' `mode`), or rejected with feedback for the agent.
+local function ask_plan(params, options)
+  local close = show_plan(params.preview.plan)
+  local prompt = ('Heddle: %s'):format(params.title or 'Plan')
+  local choice, asked = await(function(done)
+    vim.ui.select(options, { prompt = prompt, format_item = M.format, kind = 'heddle.plan' }, done)
+  end)
+  local message = nil
+  if not asked then
+    choice, message = ask_blocking(params, options)
+  end
+  local result
+  if choice == nil then
+    result = { decision = 'reject' } -- dismissed: keep planning, without a comment
+  elseif choice.decision == 'reject' then
+    if asked then
+      message = await(function(done)
+        vim.ui.input({ prompt = 'What should change in the plan? ' }, done)
+      end)
+    end
+    result = { decision = 'reject', message = trimmed(message) }
+  else
+    result = { decision = choice.decision, mode = choice.mode }
+  end
+  close()
+  return result
+end
+
 --- Asks the user about one tool call and returns the `permission/request` result.
 --- @param params table `permission/request` params
---- @return table result `{ decision, rule?, message?, hunks?, finalText? }`
+--- @return table result `{ decision, rule?, message?, hunks?, finalText?, mode? }`
 function M.ask(params)
   local options = params.options
   if type(options) ~= 'table' or #options == 0 then
     options = default_options
+  end
+  if type(params.preview) == 'table' and params.preview.kind == 'plan'
+      and type(params.preview.plan) == 'string' then
+    return ask_plan(params, options)
   end
   local co, is_main = coroutine.running()
   if co and not is_main and review.supported(params.preview) then

@@ -41,6 +41,7 @@ return {
     "todo",
     "agent",
     "toolOutput",
+    "modeChanged",
   },
   errors = {
     PARSE_ERROR = -32700,

@@ -523,6 +523,8 @@ client.handlers[methods.TURN_EVENT] = function(params)
     edits.finished(ev)
   elseif ev.kind == 'permissionAnswered' and not conv.replaying then
     review.decided(ev.toolCallId)
+  elseif ev.kind == 'modeChanged' and conv.info and type(ev.mode) == 'string' then
+    conv.info.permissionMode = ev.mode -- an approved plan: the session goes on in this mode
   end
 end
 

@@ -3,7 +3,10 @@
  * (./reviewEditor.ts). Anything else gets a native quick pick naming the tool and what it will
  * do, offering the daemon's choices (Allow once / Always allow with its rule / Reject with an
  * optional message) and, for an edit too large to review, "Show diff" to open the change in
- * VS Code's diff view.
+ * VS Code's diff view. A plan (PresentPlan in plan mode) is shown rendered in the panel (its
+ * tool block) and opened as a Markdown preview beside the editor; the quick pick then offers
+ * the daemon's choices — approve and go on in `default` or `acceptEdits`, or keep planning with
+ * feedback for the agent.
  */
 
 import * as vscode from "vscode";
@@ -18,6 +21,7 @@ type Decision = PermissionOption["decision"];
 interface Choice extends vscode.QuickPickItem {
   decision?: Decision;
   rule?: string;
+  mode?: PermissionOption["mode"];
   showDiff?: true;
 }
 
@@ -39,6 +43,7 @@ export async function askPermission(
     const hunks = reviewable(preview.before, preview.after, preview.hunks);
     if (hunks) return reviews.ask(request, hunks, signal);
   }
+  if (preview?.kind === "plan") return askPlan(request, preview.plan, signal, diffs);
   const choice = await pick(request, signal, diffs);
   void diffs.forget(request.toolCallId);
   if (!choice?.decision || signal.aborted) return { decision: "reject" };
@@ -49,6 +54,19 @@ export async function askPermission(
   return choice.rule ? { decision: choice.decision, rule: choice.rule } : { decision: choice.decision };
 }
 
+/** A plan: shown as a Markdown preview beside the editor while the quick pick asks. */
+async function askPlan(request: PermissionRequestParams, plan: string, signal: AbortSignal, diffs: DiffDocuments): Promise<PermissionRequestResult> {
+  await diffs.showMarkdown(request.toolCallId, plan);
+  const choice = await pick(request, signal, diffs);
+  void diffs.forget(request.toolCallId);
+  if (!choice?.decision || signal.aborted) return { decision: "reject" };
+  if (choice.decision === "reject") {
+    const message = await askMessage("Keep planning", "What should change in the plan? (optional) Press Enter to send.", signal);
+    return message ? { decision: "reject", message } : { decision: "reject" };
+  }
+  return choice.mode ? { decision: choice.decision, mode: choice.mode } : { decision: choice.decision };
+}
+
 function choices(request: PermissionRequestParams): Choice[] {
   const options = request.options.length ? request.options : DEFAULT_OPTIONS;
   const items: Choice[] = options.map((option) => ({
@@ -56,6 +74,7 @@ function choices(request: PermissionRequestParams): Choice[] {
     description: describeOption(option),
     decision: option.decision,
     rule: option.rule ?? undefined,
+    mode: option.mode ?? undefined,
   }));
   if (request.preview?.kind === "diff") {
     items.push({ label: "", kind: vscode.QuickPickItemKind.Separator });
@@ -65,6 +84,8 @@ function choices(request: PermissionRequestParams): Choice[] {
 }
 
 function describeOption(option: PermissionOption): string | undefined {
+  if (option.mode) return `the session goes on in mode ${option.mode}`;
+  if (option.decision === "reject" && option.label.startsWith("Keep planning")) return "you can say what should change next";
   if (option.rule && !option.label.includes(option.rule)) return `rule: ${option.rule}`;
   if (option.rule) return "for the rest of this session";
   if (option.decision === "reject") return "you can say why next";
@@ -80,7 +101,7 @@ function placeholder(request: PermissionRequestParams): string {
 function pick(request: PermissionRequestParams, signal: AbortSignal, diffs: DiffDocuments): Promise<Choice | undefined> {
   return new Promise((resolve) => {
     const quickPick = vscode.window.createQuickPick<Choice>();
-    quickPick.title = `Heddle wants to use ${request.tool}`;
+    quickPick.title = request.preview?.kind === "plan" ? "Heddle has a plan: approve it?" : `Heddle wants to use ${request.tool}`;
     quickPick.placeholder = placeholder(request);
     quickPick.items = choices(request);
     quickPick.ignoreFocusOut = true;

@@ -220,6 +220,11 @@ function render(block: Block): HTMLElement {
         node.appendChild(list);
       }
       if (block.command) node.appendChild(element("pre", "command", `$ ${block.command}`));
+      if (block.plan) {
+        const plan = element("div", "markdown tool-plan");
+        plan.innerHTML = markdown.render(block.plan);
+        node.appendChild(plan);
+      }
       if (block.output !== undefined) node.appendChild(renderOutput(block));
       const diff = block.diff ?? block.preview;
       if (diff) node.appendChild(renderDiff(diff));

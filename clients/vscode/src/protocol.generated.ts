@@ -39,14 +39,14 @@ export const ErrorCodes = {
   SessionInUse: -32016,
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput"] as const;
-export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput", "loopDetected"] as const;
+export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget", "loopDetected"] as const;
 
 export interface AgentEventEvent {
   kind: "agent";
   toolCallId: string;
   agent: string;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | LoopDetectedEvent;
 }
 export interface ApplyWorkspaceEditParams {
   label: string;
@@ -119,6 +119,14 @@ export interface LineRange {
   startLine: number;
   endLine: number;
 }
+export interface LoopDetectedEvent {
+  kind: "loopDetected";
+  toolCallId: string;
+  tool: string;
+  count: number;
+  cycle: Array<string>;
+  description: string;
+}
 export interface McpServerChangedParams {
   sessionId: string;
   server: McpServerInfo;
@@ -176,6 +184,7 @@ export interface PermissionRequestParams {
   title: string;
   options: Array<PermissionOption>;
   preview?: DiffPreview | CommandPreview | null;
+  loop?: boolean | null;
 }
 export interface PermissionRequestResult {
   decision: "allowAlways" | "allowOnce" | "reject";
@@ -268,7 +277,7 @@ export interface SessionInfo {
   updatedAt: string;
   turns: number;
   live: boolean;
-  lastReason?: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget" | null;
+  lastReason?: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget" | null;
 }
 export interface SessionListParams {
   workspace?: string | null;
@@ -384,7 +393,7 @@ export interface TurnCancelParams {
 }
 export interface TurnEndedEvent {
   kind: "turnEnded";
-  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
+  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
   usage: Usage;
   cancelPhase?: "streaming" | "tools" | null;
   error?: ErrorInfo | null;
@@ -393,7 +402,7 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | LoopDetectedEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -406,7 +415,7 @@ export interface TurnStartParams {
 }
 export interface TurnStartResult {
   turnId: string;
-  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
+  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
   usage: Usage;
   text: string;
   transitions: Array<string>;
@@ -455,4 +464,4 @@ export interface WorkspaceTrustResult {
   enables?: Array<string>;
   trusted?: boolean;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | LoopDetectedEvent;

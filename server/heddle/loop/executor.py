@@ -1,6 +1,6 @@
 """Runs the tool calls of one model response, starting safe ones while the model still streams.
 
-Order of work for one call: validate the input → normalise it (absolute paths, the workspace
+Order of work for one call: the repeat guard → validate the input → normalise it (absolute paths, the workspace
 boundary) → PreToolUse hooks → rules and mode → ask the editor if needed → run → PostToolUse
 hooks. Concurrency-safe calls start as soon as their block is complete, unless an
 unsafe call came before them; unsafe calls wait for the response to end and run one at a time.
@@ -27,6 +27,8 @@ from heddle.core.messages import (ImageBlock, ImageSource, TextBlock, ToolResult
                                   well_formed)
 from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
+from heddle.loop.repeats import (Loop, RepeatLimits, Repeats, after, before, call_key, describe,
+                                 is_edit, refusal, refused, result_digest, warning)
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, PermissionPrompt,
@@ -53,6 +55,8 @@ class _Call:
     """Cancelled when the call's result is discarded while it runs."""
     images: tuple[tuple[str, str], ...] = ()
     """(media type, base64) of the images its result shows the model (an MCP tool's)."""
+    refused: bool = False
+    """The repeat guard did not run it (it is not counted again)."""
 
     @property
     def safe(self) -> bool:
@@ -78,6 +82,10 @@ class ToolExecutor:
     """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
     _asking: set[str] = field(default_factory=set)
     """Ids of the calls whose permission prompt is open."""
+    repeats: Repeats = Repeats(RepeatLimits(0, 0))
+    """The repeat guard's count: the previous batches' calls, then this one's as they end."""
+    caught: tuple[ToolUseBlock, Loop] | None = None
+    """The first call the repeat guard refused."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -200,6 +208,7 @@ class ToolExecutor:
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
+        content = self._count(call, status, content)
         images = tuple(ImageBlock(ImageSource(kind, data)) for kind, data in call.images)
         text = content or ("" if images else "(no output)")
         call.result = ToolResultBlock(call.block.id, ((TextBlock(text),) if text else ()) + images
@@ -208,8 +217,27 @@ class ToolExecutor:
         self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, shown, summary, diff,
                                        call.result, *call.exit))
 
+    def _count(self, call: _Call, status: str, content: str) -> str:
+        """The repeat guard counts a call that ran; its result, with a warning when it
+        completed a run of repetitions."""
+        if call.refused or status == "cancelled" or not self.repeats.limits.on:
+            return content
+        name = call.block.name
+        self.repeats, found = after(self.repeats, name, call_key(name, call.block.input),
+                                    result_digest((content, len(call.images)), status != "ok"),
+                                    status == "ok" and is_edit(name))
+        return content if found is None else content + warning(found, self.repeats.limits)
+
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
         block, tool = call.block, call.tool
+        found = before(self.repeats, block.name, call_key(block.name, block.input))
+        if found is not None:
+            call.refused = True
+            self.caught = self.caught or (block, found)
+            self.repeats = refused(self.repeats, found)
+            self.ctx.emit(PermissionAnswered(block.id, "reject",
+                                             reason=f"repeat guard: {describe(found)}"))
+            return "rejected", refusal(found), f"not run: repeated {found.count} times", None
         if tool is None:
             names = ", ".join(sorted(self.tools))
             return "error", f"There is no tool named {block.name}. Tools: {names}.", "unknown tool", None
@@ -366,7 +394,8 @@ class Toolbox:
     def schemas(self) -> tuple[dict[str, Any], ...]:
         return tuple(schema_of(t) for t in self.tools.values())
 
-    def batch(self, task_group: anyio.abc.TaskGroup,
-              permissions: PermissionDecider) -> ToolExecutor:
+    def batch(self, task_group: anyio.abc.TaskGroup, permissions: PermissionDecider,
+              repeats: Repeats | None = None) -> ToolExecutor:
         return ToolExecutor(self.tools, self.ctx, permissions, self.asker, task_group,
-                            self.permission_lock)
+                            self.permission_lock,
+                            repeats=repeats if repeats is not None else Repeats(RepeatLimits(0, 0)))

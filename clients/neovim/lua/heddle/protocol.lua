@@ -40,6 +40,7 @@ return {
     "todo",
     "agent",
     "toolOutput",
+    "loopDetected",
   },
   errors = {
     PARSE_ERROR = -32700,
@@ -67,5 +68,6 @@ return {
     "stopHookPrevented",
     "hookStopped",
     "tokenBudget",
+    "loopDetected",
   },
 }

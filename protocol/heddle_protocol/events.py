@@ -224,7 +224,7 @@ class ToolSummaryEvent(Ev, tag="toolSummary"):
 
 class LoopDetectedEvent(Ev, tag="loopDetected"):
     """The repeat guard refused a call: it repeated the same call, or the same short cycle of
-    calls, with the same results (`warnAt`/`stopAt` of the `[loop]` settings). The call's
+    calls, with the same results (`warn_at`/`stop_at` of the `[loop]` settings). The call's
     `toolCallFinished` came before (status `rejected`); next, the user is asked whether the
     turn may go on (a `permission/request` with `loop: true`), or, in `bypassPermissions`
     mode or when nobody can be asked, the turn ends with `loopDetected`."""

@@ -8,6 +8,9 @@
 | `reject_always` | `reject`, and the call's rule added as a session `deny` rule    |
 | `cancelled`     | `reject` (the client cancelled the prompt turn)                 |
 
+The repeat guard's question (a prompt with `loop`) offers `allow_once` (let the turn go on)
+and `reject_once` (stop it), about the refused call, whose status it leaves alone.
+
 No answer within the timeout, an error answer or an unknown option is a rejection that says
 why, as on the LSP door.
 """
@@ -32,6 +35,9 @@ Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
+    if prompt.loop:
+        return [{"optionId": "allow_once", "name": "Let it go on", "kind": "allow_once"},
+                {"optionId": "reject_once", "name": "Stop the turn", "kind": "reject_once"}]
     always = [{"optionId": "allow_always", "name": f"Always allow {prompt.rule}",
                "kind": "allow_always"},
               {"optionId": "reject_always", "name": f"Always reject {prompt.rule}",
@@ -43,7 +49,11 @@ def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
 
 
 def tool_call(prompt: PermissionPrompt, translator: Translator) -> dict[str, Any]:
-    """The call the client is asked about, with the whole proposed file for an edit."""
+    """The call the client is asked about, with the whole proposed file for an edit. For the
+    repeat guard's question, the refused call has ended already: only its title changes."""
+    if prompt.loop:
+        return {"toolCallId": prompt.tool_call_id, "title": prompt.title,
+                "_meta": {"heddle": {"loop": True}}}
     call: dict[str, Any] = {"toolCallId": prompt.tool_call_id, "title": prompt.title,
                             "kind": kind_of(prompt.tool), "status": "pending",
                             "rawInput": prompt.input}

@@ -145,6 +145,12 @@ def user_settings(daemon_env: dict[str, str], text: str) -> None:
     path.write_text(text)
 
 
+def guard_off(daemon_env: dict[str, str]) -> None:
+    """For tests whose scripted model repeats a call on purpose (a long session, a load):
+    the user settings turn the repeat guard off (read by each new session)."""
+    user_settings(daemon_env, "[loop]\nwarn_at = 0\nstop_at = 0\n")
+
+
 async def test_loop_settings_set_the_thresholds(client, scripted, workspace, daemon_env):
     user_settings(daemon_env, "[loop]\nwarn_at = 2\nstop_at = 0\n")
     scripted.add_scenario("loop-lax", {"steps": [call("Grep", GREP)] * 5 + [done()]})

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from heddle.loop.repeats import (GO_ON, Loop, RepeatLimits, Repeats, after, before, call_key,
+from heddle.loop.repeats import (GO_ON, Loop, Outcome, RepeatLimits, Repeats, Seen, after,
+                                 after_response, before, call_key,
                                  refusal, refused, reset, result_digest, warning)
 from heddle.settings import LoopSettings, merge, parse_settings
 
@@ -162,3 +163,21 @@ def test_project_loop_settings_over_the_users():
     project, _ = settings("[loop]\nstop_at = 0\n")
     from heddle.settings import Settings
     assert merge(Settings(loop=user), Settings(loop=project)).loop == LoopSettings(5, 0)
+
+
+def test_the_calls_of_one_response_count_once_each_in_request_order():
+    grep = Outcome("Grep", call_key("Grep", {"pattern": "x"}), SAME, False)
+    read = Outcome("Read", call_key("Read", {"path": "a"}), SAME, False)
+    start = Repeats(RepeatLimits())
+    # twenty-five of the same call in one response: the model saw none of their results
+    once = after_response(start, [grep] * 25)
+    assert once.seen == (Seen("Grep", grep.key, SAME),)
+    # three responses of one call each make a run; a fourth response's call would extend it
+    three = after_response(after_response(once, [grep]), [grep, grep])
+    assert before(three, "Grep", grep.key) == Loop(("Grep",), 4)
+    # a cycle inside one response is kept in order
+    assert [s.tool for s in after_response(start, [grep, read, grep, read]).seen] == \
+        ["Grep", "Read", "Grep", "Read"]
+    # a refused call counts as made once more
+    refused_once = after_response(three, [Loop(("Grep",), 4)])
+    assert before(refused_once, "Grep", grep.key) == Loop(("Grep",), 5)

@@ -27,8 +27,9 @@ from heddle.core.messages import (ImageBlock, ImageSource, TextBlock, ToolResult
                                   well_formed)
 from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
-from heddle.loop.repeats import (Loop, RepeatLimits, Repeats, after, before, call_key, describe,
-                                 is_edit, refusal, refused, result_digest, warning)
+from heddle.loop.repeats import (Loop, Outcome, RepeatLimits, Repeats, after, after_response,
+                                 before, call_key, describe, is_edit, refusal, result_digest,
+                                 warning)
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, PermissionPrompt,
@@ -55,8 +56,12 @@ class _Call:
     """Cancelled when the call's result is discarded while it runs."""
     images: tuple[tuple[str, str], ...] = ()
     """(media type, base64) of the images its result shows the model (an MCP tool's)."""
+    loop: Loop | None = None
+    """The run of repetitions the call would extend past the repeat guard's limit."""
     refused: bool = False
-    """The repeat guard did not run it (it is not counted again)."""
+    """The repeat guard did not run it."""
+    outcome: Outcome | None = None
+    """What the repeat guard counts of it, once it ran."""
 
     @property
     def safe(self) -> bool:
@@ -82,10 +87,8 @@ class ToolExecutor:
     """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
     _asking: set[str] = field(default_factory=set)
     """Ids of the calls whose permission prompt is open."""
-    repeats: Repeats = Repeats(RepeatLimits(0, 0))
-    """The repeat guard's count: the previous batches' calls, then this one's as they end."""
-    caught: tuple[ToolUseBlock, Loop] | None = None
-    """The first call the repeat guard refused."""
+    start: Repeats = Repeats(RepeatLimits(0, 0))
+    """The repeat guard's count before this batch: what its calls are judged against."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -93,6 +96,17 @@ class ToolExecutor:
     @property
     def blocks(self) -> Sequence[ToolUseBlock]:
         return [c.block for c in self.calls]
+
+    @property
+    def repeats(self) -> Repeats:
+        """The repeat guard's count with this batch's calls (those that have ended)."""
+        return after_response(self.start, [c.loop if c.refused else c.outcome
+                                           for c in self.calls if c.refused or c.outcome])
+
+    @property
+    def caught(self) -> tuple[ToolUseBlock, Loop] | None:
+        """The first call the repeat guard refused, and the run it would have extended."""
+        return next(((c.block, c.loop) for c in self.calls if c.refused and c.loop), None)
 
     def begin(self, block_id: str, tool: str) -> None:
         """A tool_use block started in the stream; `add` follows once its input is complete."""
@@ -102,6 +116,7 @@ class ToolExecutor:
         """A tool_use block is complete in the stream."""
         self.streaming = None
         call = _Call(block, input_error, self.tools.get(block.name))
+        call.loop = before(self.start, block.name, call_key(block.name, block.input))
         self.calls.append(call)
         if call.safe and not self._queued:
             self._start(call)
@@ -220,21 +235,21 @@ class ToolExecutor:
     def _count(self, call: _Call, status: str, content: str) -> str:
         """The repeat guard counts a call that ran; its result, with a warning when it
         completed a run of repetitions."""
-        if call.refused or status == "cancelled" or not self.repeats.limits.on:
+        if call.refused or status == "cancelled" or not self.start.limits.on:
             return content
         name = call.block.name
-        self.repeats, found = after(self.repeats, name, call_key(name, call.block.input),
-                                    result_digest((content, len(call.images)), status != "ok"),
-                                    status == "ok" and is_edit(name))
-        return content if found is None else content + warning(found, self.repeats.limits)
+        key = call_key(name, call.block.input)
+        result = result_digest((content, len(call.images)), status != "ok")
+        edited = status == "ok" and is_edit(name)
+        call.outcome = Outcome(name, key, result, edited)
+        _, found = after(self.start, name, key, result, edited)  # as if alone in its batch
+        return content if found is None else content + warning(found, self.start.limits)
 
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
         block, tool = call.block, call.tool
-        found = before(self.repeats, block.name, call_key(block.name, block.input))
+        found = call.loop
         if found is not None:
             call.refused = True
-            self.caught = self.caught or (block, found)
-            self.repeats = refused(self.repeats, found)
             self.ctx.emit(PermissionAnswered(block.id, "reject",
                                              reason=f"repeat guard: {describe(found)}"))
             return "rejected", refusal(found), f"not run: repeated {found.count} times", None
@@ -398,4 +413,4 @@ class Toolbox:
               repeats: Repeats | None = None) -> ToolExecutor:
         return ToolExecutor(self.tools, self.ctx, permissions, self.asker, task_group,
                             self.permission_lock,
-                            repeats=repeats if repeats is not None else Repeats(RepeatLimits(0, 0)))
+                            start=repeats if repeats is not None else Repeats(RepeatLimits(0, 0)))

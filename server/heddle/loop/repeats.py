@@ -11,6 +11,12 @@ not matter). Only unbroken repetition counts:
   repeats the edit just before it (re-running the tests after an edit is no loop);
 - the user letting a caught turn go on starts it afresh too.
 
+The calls of one model response are judged against what the responses before them did, each
+as if it were the response's only call (they run in parallel, and the model had seen none of
+their results), so the verdicts do not depend on which finishes first; the response's calls
+then join the count in request order, the same call with the same result twice in a row
+counting once.
+
 At `warn_at` repetitions the result of the call that completes them gets a warning; from
 `stop_at` a call that would repeat the run again is refused before it runs (the loop step
 then asks the user whether the turn may go on). 0 turns either off.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from heddle.rules import EDIT_TOOLS
 from heddle.settings import LoopSettings
@@ -87,6 +93,16 @@ class Loop:
         return len(self.tools)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One call of a response that ran: what `after` counts once the response has ended."""
+
+    tool: str
+    key: str
+    result: str
+    edited: bool
+
+
 def call_key(tool: str, inp: Any) -> str:
     """The call in canonical form: the same for inputs that differ only in key order."""
     return json.dumps([tool, inp], sort_keys=True, separators=(",", ":"), ensure_ascii=False,
@@ -145,6 +161,18 @@ def refused(repeats: Repeats, loop: Loop) -> Repeats:
     cycle, and the call again, are refused too (with a count that goes on)."""
     return Repeats(repeats.limits, (repeats.seen + (repeats.seen[-loop.cycle],))[
         -repeats.limits.kept:])
+
+
+def after_response(start: Repeats, calls: Sequence[Outcome | Loop]) -> Repeats:
+    """The count once a response's calls have ended: each that ran (`Outcome`) or was
+    refused (`Loop`), in request order."""
+    repeats, last = start, None
+    for call in calls:
+        if isinstance(call, Loop):
+            repeats, last = refused(repeats, call), None
+        elif call != last:
+            repeats, last = after(repeats, call.tool, call.key, call.result, call.edited)[0], call
+    return repeats
 
 
 def reset(repeats: Repeats) -> Repeats:

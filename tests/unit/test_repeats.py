@@ -83,8 +83,8 @@ def test_a_different_result_breaks_the_run():
 def test_a_successful_edit_in_between_starts_the_count_again():
     tests = ("Bash", {"command": "pytest"}, "1 failed")
     edit = ("Edit", {"path": "/w/a.py", "old_string": "a", "new_string": "b"}, "ok", True)
-    said, _ = run([tests, tests, edit, tests, tests, edit, tests, tests])
-    assert said == ["ok"] * 8
+    said, _ = run([tests, tests, edit] * 4)
+    assert said == ["ok"] * 12
     # an edit that is not a successful one (no `edited`) starts nothing again
     failed_edit = edit[:3]
     assert run([tests, tests, failed_edit] * 4)[0][-3:] == ["refuse 4"] * 3

@@ -135,9 +135,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     plain = [r for r in rows if not r["scenario"].startswith(("loop:", "no loop:", "reads big"))]
     fired = [r["scenario"] for r in plain if r["warned"] or r["refused"]]
     lines.append("")
+    warnings, refusals = sum(r["warned"] for r in plain), sum(r["refused"] for r in plain)
     lines.append(f"{len(plain)} repository scenarios, {sum(r['tool_calls'] for r in plain)} tool "
-                 f"calls: the guard warned {sum(r['warned'] for r in plain)} times and refused "
-                 f"{sum(r['refused'] for r in plain)} calls"
+                 f"calls: the guard warned {warnings} time{'' if warnings == 1 else 's'} and "
+                 f"refused {refusals} call{'' if refusals == 1 else 's'}"
                  + (f" (in {', '.join(fired)})" if fired else ""))
     return "\n".join(lines)
 

@@ -18,6 +18,9 @@ READ = {"path": "app.py"}
 WARNED = "You have made this same Grep call 3 times with the same result"
 REFUSED = "This call did not run: it would have been the 4th time you made this same Grep call"
 GONE_ON = "let the turn go on"
+TURN = 90.0
+"""A turn of these makes up to eight model calls: a fresh daemon on a loaded machine takes
+seconds for the first (the SDK warms up), far less for each other."""
 
 
 def call(name: str, inp: dict) -> dict:
@@ -57,7 +60,7 @@ async def test_warned_at_the_third_refused_at_the_fourth_and_the_user_lets_it_go
     again = dict(call("Grep", GREP), match={"lastUserContains": GONE_ON})
     scripted.add_scenario("loop-on", same_grep_four_times(again, done()))
     sid = await new_session(client, workspace, "loop-on")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"}, timeout=TURN)
 
     assert result["reason"] == "completed"
     assert result["text"] == "I will try something else."
@@ -91,7 +94,7 @@ async def test_the_user_stops_a_cycle_of_two(client, scripted, workspace):
     scripted.add_scenario("loop-cycle", {"steps": [read, grep] * 4})
     client.answer = lambda params: {"decision": "reject"}
     sid = await new_session(client, workspace, "loop-cycle")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "look"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "look"}, timeout=TURN)
 
     assert result["reason"] == "loopDetected"
     assert result["error"]["code"] == "loopDetected"
@@ -106,7 +109,8 @@ async def test_the_user_stops_a_cycle_of_two(client, scripted, workspace):
     # the conversation is whole: a next turn sends the refused call's result
     scripted.add_scenario("after", {"steps": [done("OK.")]})
     await client.call("session/configure", {"sessionId": sid, "model": "after"})
-    again = await client.call("turn/start", {"sessionId": sid, "prompt": "and now?"})
+    again = await client.call("turn/start", {"sessionId": sid, "prompt": "and now?"},
+                              timeout=TURN)
     assert again["reason"] == "completed"
     sent = scripted.requests_for("after")[0].body["messages"]
     assert "This call did not run" in str(sent[-1]["content"])  # merged with the prompt
@@ -115,7 +119,7 @@ async def test_the_user_stops_a_cycle_of_two(client, scripted, workspace):
 async def test_bypass_mode_ends_the_turn_without_asking(client, scripted, workspace):
     scripted.add_scenario("loop-bypass", same_grep_four_times())
     sid = await new_session(client, workspace, "loop-bypass", permissionMode="bypassPermissions")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"}, timeout=TURN)
 
     assert result["reason"] == "loopDetected"
     assert result["error"]["message"].endswith(
@@ -134,7 +138,8 @@ async def mute_client(daemon_env, daemon_command):
 async def test_a_client_that_cannot_ask_gets_the_turn_ended(mute_client, scripted, workspace):
     scripted.add_scenario("loop-mute", same_grep_four_times())
     sid = await new_session(mute_client, workspace, "loop-mute")
-    result = await mute_client.call("turn/start", {"sessionId": sid, "prompt": "find it"})
+    result = await mute_client.call("turn/start", {"sessionId": sid, "prompt": "find it"},
+                                    timeout=TURN)
 
     assert result["reason"] == "loopDetected"
     assert result["error"]["message"].endswith("; the turn was stopped: the editor cannot "
@@ -158,7 +163,7 @@ async def test_loop_settings_set_the_thresholds(client, scripted, workspace, dae
     user_settings(daemon_env, "[loop]\nwarn_at = 2\nstop_at = 0\n")
     scripted.add_scenario("loop-lax", {"steps": [call("Grep", GREP)] * 5 + [done()]})
     sid = await new_session(client, workspace, "loop-lax")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "find it"}, timeout=TURN)
 
     assert result["reason"] == "completed"
     assert [f["status"] for f in client.turn_events("toolCallFinished")] == ["ok"] * 5
@@ -178,7 +183,7 @@ async def test_a_bad_loop_setting_is_reported_and_the_default_used(client, scrip
                for w in created["warnings"])
     client.answer = lambda params: {"decision": "allowOnce"}
     result = await client.call("turn/start", {"sessionId": created["sessionId"],
-                                              "prompt": "find it"})
+                                              "prompt": "find it"}, timeout=TURN)
     assert result["reason"] == "completed"
     assert len(client.turn_events("loopDetected")) == 1
 
@@ -189,7 +194,7 @@ async def test_rerunning_after_an_edit_is_no_loop(client, scripted, workspace):
     scripted.add_scenario("loop-edits", {"steps": [grep, grep, write[0], grep, grep, write[1],
                                                    grep, grep, done("Done.")]})
     sid = await new_session(client, workspace, "loop-edits", permissionMode="acceptEdits")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=TURN)
 
     assert result["reason"] == "completed"
     assert [f["status"] for f in client.turn_events("toolCallFinished")] == ["ok"] * 8

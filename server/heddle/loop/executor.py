@@ -1,8 +1,8 @@
 """Runs the tool calls of one model response, starting safe ones while the model still streams.
 
-Order of work for one call: the repeat guard → validate the input → normalise it (absolute paths, the workspace
-boundary) → PreToolUse hooks → rules and mode → ask the editor if needed → run → PostToolUse
-hooks. Concurrency-safe calls start as soon as their block is complete, unless an
+Order of work for one call: the repeat guard → validate the input → normalise it (absolute
+paths, the workspace boundary) → PreToolUse hooks → rules and mode → ask the editor if needed
+→ run → PostToolUse hooks; the repeat guard counts its result. Concurrency-safe calls start as soon as their block is complete, unless an
 unsafe call came before them; unsafe calls wait for the response to end and run one at a time.
 Results are returned in request order, and every call gets one, cancelled or not.
 

@@ -84,8 +84,10 @@ async def test_warned_at_the_third_refused_at_the_fourth_and_the_user_lets_it_go
     assert [o["label"] for o in asked["options"]] == ["Let it go on", "Stop the turn"]
     assert asked["title"].startswith("Heddle is repeating itself: the agent made the same Grep")
     events = client.turn_events()
-    refused_at = events.index(finished[3])
-    assert events[refused_at + 1] == found  # once the refused call's batch has ended
+    # once the refused call's batch has ended, before the next model call
+    between = events[events.index(finished[3]) + 1:events.index(found)]
+    assert {e["kind"] for e in between} <= {"usage"}
+    assert events[events.index(found) + 1]["kind"] == "modelCall"
     assert events[-1]["kind"] == "turnEnded"
 
 

@@ -24,7 +24,7 @@ async def prompt(daemon_env, workspace, client: Recorder, model: str, mode: str 
         if mode:
             await conn.set_session_mode(session_id=session.session_id, mode_id=mode)
         return await asyncio.wait_for(conn.prompt(session_id=session.session_id,
-                                                  prompt=[text_block("find it")]), 60)
+                                                  prompt=[text_block("find it")]), 90)
 
 
 async def test_the_user_lets_it_go_on(scripted, daemon_env, workspace):

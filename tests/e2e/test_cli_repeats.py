@@ -30,9 +30,9 @@ def test_ask_on_a_terminal_asks_and_the_turn_goes_on(daemon_env, scripted, works
                                                             match=GONE_ON)))
     term = Terminal(["ask", "-w", str(workspace), "-m", "loop", "find it"], daemon_env)
     try:
-        term.expect(b"[y] let it go on  [n] stop the turn > ")
+        term.expect(b"[y] let it go on  [n] stop the turn > ", timeout=90)
         term.type(b"y\n")
-        code = term.wait()
+        code = term.wait(timeout=90)
     finally:
         term.close()
     assert code == 0, term.text()
@@ -46,9 +46,9 @@ def test_ask_on_a_terminal_the_user_stops_the_turn(daemon_env, scripted, workspa
     scripted.add_scenario("loop", same_grep_four_times())
     term = Terminal(["ask", "-w", str(workspace), "-m", "loop", "find it"], daemon_env)
     try:
-        term.expect(b"[n] stop the turn > ")
+        term.expect(b"[n] stop the turn > ", timeout=90)
         term.type(b"n\n")
-        code = term.wait()
+        code = term.wait(timeout=90)
     finally:
         term.close()
     assert code == 1, term.text()

@@ -25,7 +25,7 @@ def test_the_user_lets_a_repeating_turn_go_on(editor, scripted: ScriptedServer,
     editor.answer(selects=["allowOnce"])
 
     editor.cmd("AgentRun find it")
-    status = editor.wait_idle()
+    status = editor.wait_idle(timeout=90)  # five model calls, a fresh daemon, a loaded machine
 
     assert status["last"]["reason"] == "completed"
     (asked,) = editor.harness("selects")
@@ -46,7 +46,7 @@ def test_the_user_stops_a_repeating_turn(editor, scripted: ScriptedServer,
     editor.answer(selects=["reject"])
 
     editor.cmd("AgentRun find it")
-    status = editor.wait_idle()
+    status = editor.wait_idle(timeout=90)  # five model calls, a fresh daemon, a loaded machine
 
     assert status["last"]["reason"] == "loopDetected"
     assert editor.harness("inputs") == []

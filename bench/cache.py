@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import scenarios as sc
-from bench.daemon import Daemon, daemon_env
+from bench.daemon import Daemon, daemon_env, without_repeat_guard
 from heddle.scripted import ScriptedServer
 from heddle.scripted.context_edits import apply_edits
 from heddle.scripted.prompt import build_prompt
@@ -69,7 +69,9 @@ async def _session(srv: ScriptedServer, root: Path, workspace: Path, name: str,
                    ) -> dict[str, Any]:
     state = root / f"state-{name}"
     state.mkdir()
-    d = await Daemon.spawn(daemon_env(srv.url, state, extra), workspace, state / "stderr.log")
+    # the long sessions read the same file again and again on purpose
+    env = daemon_env(srv.url, state, {**(extra or {}), **without_repeat_guard(state)})
+    d = await Daemon.spawn(env, workspace, state / "stderr.log")
     layers: dict[str, int] = {}
     try:
         await d.initialize()

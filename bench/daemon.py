@@ -37,6 +37,15 @@ def daemon_env(model_url: str, state_dir: Path, extra: dict[str, str] | None = N
     return env
 
 
+def without_repeat_guard(state_dir: Path) -> dict[str, str]:
+    """Environment for a daemon whose scripted model repeats a call on purpose (a long session
+    of the same read): user settings of its own that turn the repeat guard off."""
+    config = state_dir / "config"
+    (config / "heddle").mkdir(parents=True, exist_ok=True)
+    (config / "heddle" / "settings.toml").write_text("[loop]\nwarn_at = 0\nstop_at = 0\n")
+    return {"XDG_CONFIG_HOME": str(config)}
+
+
 def memory(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of a process, in bytes; {} once it is gone."""
     out: dict[str, int] = {}

@@ -17,7 +17,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench.daemon import Daemon, daemon_env
+from bench.daemon import Daemon, daemon_env, without_repeat_guard
 from heddle.scripted import ScriptedServer
 
 
@@ -31,7 +31,8 @@ async def run(iterations: int, window: int) -> dict:
         server = ScriptedServer({"long": {"contextWindow": window, "repeat": True, "steps": [
             {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "big.txt"}}]}]}})
         with server.run_in_thread() as srv:
-            env = daemon_env(srv.url, root / "state", {"HEDDLE_CONTEXT_WINDOW": str(window)})
+            env = daemon_env(srv.url, root / "state", {"HEDDLE_CONTEXT_WINDOW": str(window),
+                                                       **without_repeat_guard(root)})
             daemon = await Daemon.spawn(env, workspace, root / "stderr.log")
             try:
                 await daemon.initialize()

@@ -222,6 +222,26 @@ class ToolSummaryEvent(Ev, tag="toolSummary"):
     """One line, e.g. `Read the config and found the timeout setting`."""
 
 
+class LoopDetectedEvent(Ev, tag="loopDetected"):
+    """The repeat guard refused a call: it repeated the same call, or the same short cycle of
+    calls, with the same results (`warn_at`/`stop_at` of the `[loop]` settings). The call's
+    `toolCallFinished` came before (status `rejected`); next, the user is asked whether the
+    turn may go on (a `permission/request` with `loop: true`), or, in `bypassPermissions`
+    mode or when nobody can be asked, the turn ends with `loopDetected`."""
+
+    tool_call_id: str
+    """The call that did not run."""
+    tool: str
+    count: int
+    """How many times the call, or cycle, was made in a row, the refused one included."""
+    cycle: list[str]
+    """The tools of the repeated cycle in call order: one for the same call repeated, up to
+    four for a cycle (`Read`, `Bash`)."""
+    description: str
+    """One human line: `the agent made the same Bash call 4 times in a row with the same
+    result`."""
+
+
 class ErrorEvent(Ev, tag="error"):
     error: ErrorInfo
 
@@ -239,7 +259,7 @@ Event = Union[
     ToolCallInputEvent, ToolCallFinishedEvent, PermissionAskedEvent, PermissionAnsweredEvent,
     RetryEvent, UsageEvent, ErrorEvent, TurnEndedEvent, ModelCallEvent, TombstoneEvent,
     ModelFallbackEvent, CompactionEvent, ToolSummaryEvent, TodoEvent, AgentEventEvent,
-    ToolOutputEvent, ModeChangedEvent,
+    ToolOutputEvent, ModeChangedEvent, LoopDetectedEvent,
 ]
 
 EVENT_TYPES: tuple[type[Ev], ...] = Event.__args__

@@ -24,7 +24,7 @@ model. `bypassPermissions`: everything runs without asking."""
 
 TerminalReason = Literal[
     "completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit",
-    "stopHookPrevented", "hookStopped", "tokenBudget",
+    "stopHookPrevented", "hookStopped", "tokenBudget", "loopDetected",
 ]
 """Why a turn ended; `protocol/README.md` documents each."""
 
@@ -404,6 +404,11 @@ class PermissionRequestParams(Wire):
     options: list[PermissionOption]
     preview: Preview | None = None
     """Omitted: nothing to preview beyond the title."""
+    loop: bool | None = None
+    """True: not a tool call's permission, but whether a turn the repeat guard caught may go
+    on (a `loopDetected` event for `toolCallId` came just before). `allowOnce` lets it go on,
+    counting afresh; `reject` ends the turn with `loopDetected`. Omitted: a tool call's
+    permission."""
 
 
 HunkDecision = Literal["accept", "reject"]

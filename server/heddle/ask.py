@@ -22,7 +22,7 @@ from heddle import secret_env, spawn
 from heddle.client import Connection, RpcError
 from heddle.envvars import no_model_endpoint
 from heddle.sessions_command import WrongSession, resolve, shown_path, wrong_workspace
-from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_user, clean, plural,
+from heddle.terminal import (Renderer, Stdout, TerminalLines, ask_loop, ask_user, clean, plural,
                              printable, show_request)
 
 EXIT_CODES = {"completed": 0, "cancelled": 130}
@@ -221,6 +221,12 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
         if (params.get("preview") or {}).get("kind") == "plan" and (
                 lines is None or args.yes or args.reject):
             return answer_plan(renderer, params, args)
+        if params.get("loop"):  # the repeat guard asks whether the turn may go on
+            if lines is None or args.yes or args.reject:
+                why = "-y" if args.yes else "--no" if args.reject else "no terminal to ask on"
+                show_request(renderer, params, f"  stopping the turn ({why}):")
+                return {"decision": "reject"}
+            return await ask_loop(renderer, lines, params)
         if args.yes:
             show_request(renderer, params, "  allowed (--yes):")
             return {"decision": "allowOnce"}

@@ -171,6 +171,21 @@ def cache_from_env(env: Mapping[str, str]) -> tuple[CacheSettings, list[str]]:
                          ), warnings
 
 
+Repetitions = Annotated[int, msgspec.Meta(ge=0, le=100)]
+
+
+class LoopSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """`[loop]`: the repeat guard (`heddle.loop.repeats`). Omitted: the default."""
+
+    warn_at: Repetitions | None = None
+    """Repetitions of the same call (or cycle of calls) with the same results at which the
+    model is warned in the result (omitted: 3; 0: never; 1 is refused: every call would be a
+    repetition)."""
+    stop_at: Repetitions | None = None
+    """Repetitions from which the call does not run and the user is asked whether the turn
+    goes on (omitted: 4; 0: never; 1 is refused)."""
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model: str | None = None
     fallback_model: str | None = None
@@ -182,6 +197,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     cache: CacheSettings = CacheSettings()
     mcp: McpSettings = McpSettings()
     editor: EditorSettings = EditorSettings()
+    loop: LoopSettings = LoopSettings()
 
 
 @dataclass(frozen=True)
@@ -295,6 +311,7 @@ def parse_settings(raw: bytes, path: Path, warnings: list[str]) -> Settings:
     problems: list[str] = []
     settings = _lenient(data, Settings, "", problems)
     settings = _drop_bad_rules(settings, problems)
+    settings = _check_loop(settings, problems)
     warnings.extend(f"{path}: {p}" for p in problems)
     return settings
 
@@ -376,6 +393,22 @@ def _drop_bad_rules(settings: Settings, problems: list[str]) -> Settings:
         p, allow=valid("allow", p.allow), deny=valid("deny", p.deny), ask=valid("ask", p.ask)))
 
 
+def _check_loop(settings: Settings, problems: list[str]) -> Settings:
+    """`[loop]` values that cannot mean anything are dropped (the default is used), with a
+    problem saying why; a warning that could never come before the refusal is pointed out."""
+    loop = settings.loop
+    for name in ("warn_at", "stop_at"):
+        if getattr(loop, name) == 1:
+            problems.append(f"loop.{name}: 1 would count every call as a repetition; use 0 "
+                            "(off) or 2 or more (ignored)")
+            loop = msgspec.structs.replace(loop, **{name: None})
+    warn, stop = loop.warn_at, loop.stop_at
+    if warn and stop and warn >= stop:
+        problems.append(f"loop.warn_at ({warn}) is not below loop.stop_at ({stop}): the model "
+                        "is refused before it is ever warned")
+    return msgspec.structs.replace(settings, loop=loop)
+
+
 def merge(user: Settings, project: Settings) -> Settings:
     """Project over user; lists concatenated, user first."""
     up, pp = user.permissions, project.permissions
@@ -396,7 +429,9 @@ def merge(user: Settings, project: Settings) -> Settings:
                         if project.mcp.startup_timeout is None else project.mcp.startup_timeout),
         editor=EditorSettings(diagnostics_wait=user.editor.diagnostics_wait
                               if project.editor.diagnostics_wait is None
-                              else project.editor.diagnostics_wait))
+                              else project.editor.diagnostics_wait),
+        loop=LoopSettings(*(u if p is None else p for u, p in zip(
+            msgspec.structs.astuple(user.loop), msgspec.structs.astuple(project.loop)))))
 
 
 # --- trust ------------------------------------------------------------------------------------
@@ -426,6 +461,7 @@ def narrowed(project: Settings, user: Settings) -> Settings:
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
                     cache=project.cache, models=project.models, editor=project.editor,
+                    loop=project.loop,
                     permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)
                                                    else p.mode, deny=p.deny, ask=p.ask))
 

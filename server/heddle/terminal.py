@@ -250,6 +250,10 @@ class Renderer:
             said = "" if status == "ok" else status if summary == status else f"{status}: "
             self._line(self._c(colour, f"  {mark} {whose}{said}"
                                        f"{summary if summary != status else ''}"), call)
+        elif kind == "loopDetected":
+            self._line(self._c("1;33", f"  ⟳ repeating itself: "
+                                       f"{clean(ev['description'], one_line=True)}"),
+                       ev.get("toolCallId"))
         elif kind == "permissionAnswered" and ev.get("reason"):
             self._line(self._c("33", f"  permission {clean(ev['decision'])}: "
                                f"{clean(ev['reason'])}"), ev.get("toolCallId"))
@@ -366,6 +370,23 @@ async def ask_plan(renderer: Renderer, stdin: TerminalLines, params: dict[str, A
         mode = next((m for m in modes if choice == PLAN_KEYS[m][0]), None)
         if mode is not None:
             return {"decision": "allowOnce", "mode": mode}
+
+
+async def ask_loop(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """The repeat guard's question (`loop: true`): go on, or stop the turn (also at the end
+    of input)."""
+    show_request(renderer, params, "?")
+    try:
+        while True:
+            choice = (await _prompt(renderer, stdin, "  [y] let it go on  [n] stop the turn > "))
+            if not choice or choice.strip().lower() in ("n", "no", "stop"):
+                return {"decision": "reject"}
+            if choice.strip().lower() in ("y", "yes"):
+                return {"decision": "allowOnce"}
+    except asyncio.CancelledError:
+        renderer.end_line()
+        raise
 
 
 async def ask_user(renderer: Renderer, stdin: TerminalLines, params: dict[str, Any]

@@ -12,6 +12,7 @@ import pytest
 
 from e2e import lsp
 from e2e.test_turns import new_session
+from e2e.test_repeats import guard_off
 from heddle.scripted import ScriptedServer
 from heddle.scripted.context_edits import apply_edits
 from heddle.scripted.prompt import build_prompt
@@ -159,6 +160,7 @@ async def test_after_a_compaction_one_call_rewrites_then_all_read(daemon_env, da
     scripted.add_scenario("chatty", {"contextWindow": window, "repeat": True, "steps": [talk]})
     scripted.add_scenario("summ", {"repeat": True, "steps": [
         {"content": [{"type": "text", "text": "Goal: keep searching for greet."}]}]})
+    guard_off(daemon_env)  # the same call again and again is the point here
     env = dict(daemon_env, HEDDLE_CONTEXT_WINDOW=str(window))
     c = await lsp.start(env, daemon_command)
     try:
@@ -197,6 +199,7 @@ async def _long_session(env, daemon_command, scripted, workspace, name: str, cal
     big_file(workspace, lines=24)  # about 2.3 KB a read
     window = 60_000  # microcompact from about 20,000 estimated tokens
     scripted.add_scenario(name, {"contextWindow": window, "repeat": True, "steps": [READ_BIG]})
+    guard_off(env)  # the same call again and again is the point here
     c = await lsp.start(dict(env, HEDDLE_CONTEXT_WINDOW=str(window)), daemon_command)
     try:
         sid = await new_session(c, workspace, name, permissionMode="bypassPermissions")

@@ -16,6 +16,7 @@ from e2e import lsp
 from e2e.bodies import messages_of
 from e2e.crashable import SLEEPER, after, file_appears, reap_sleeper, replay_problems
 from e2e.test_bad_input import RawDaemon
+from e2e.test_repeats import guard_off
 from e2e.test_turns import new_session
 from procs import alive, all_dead
 
@@ -234,6 +235,7 @@ async def test_cancel_while_paused_for_a_stalled_editor_keeps_the_turns_work(
                         {"type": "tool_use", "name": "Read",
                          "input": {"path": "README.md", "limit": 2}}], "chunk": 40}
     scripted.add_scenario("flood", {"repeat": True, "steps": [step]})
+    guard_off(daemon_env)  # the same call again and again is the point here
     proc = await asyncio.create_subprocess_exec(
         *daemon_command, env=daemon_env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

@@ -10,6 +10,7 @@ import pytest
 
 from e2e import lsp
 from e2e.test_turns import new_session
+from e2e.test_repeats import guard_off
 
 WINDOW = 60_000  # effective 40,000; auto-compact at 27,000; blocking at 37,000 (estimated)
 
@@ -22,6 +23,7 @@ async def test_three_hundred_iterations_stay_under_the_window(daemon_env, daemon
         {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "big.txt"}}]}]})
     scripted.add_scenario("summ", {"contextWindow": WINDOW, "repeat": True, "steps": [
         {"content": [{"type": "text", "text": "Goal: read big.txt repeatedly. Files: big.txt."}]}]})
+    guard_off(daemon_env)  # the same call again and again is the point here
     env = dict(daemon_env, HEDDLE_CONTEXT_WINDOW=str(WINDOW), HEDDLE_LOG_LEVEL="INFO")
     c = await lsp.start(env, daemon_command)
     try:
@@ -50,6 +52,7 @@ async def test_long_answers_are_collapsed_into_summaries(daemon_env, daemon_comm
     scripted.add_scenario("chatty", {"contextWindow": WINDOW, "repeat": True, "steps": [talk]})
     scripted.add_scenario("summ", {"contextWindow": WINDOW, "repeat": True, "steps": [
         {"content": [{"type": "text", "text": "Goal: keep searching for greet."}]}]})
+    guard_off(daemon_env)  # the same call again and again is the point here
     env = dict(daemon_env, HEDDLE_CONTEXT_WINDOW=str(WINDOW), HEDDLE_LOG_LEVEL="INFO")
     c = await lsp.start(env, daemon_command)
     try:

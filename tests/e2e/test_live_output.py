@@ -12,6 +12,7 @@ from pathlib import Path
 from e2e import lsp
 from e2e.test_turns import new_session
 from e2e.crashable import transcript_path
+from e2e.test_repeats import guard_off
 from heddle.rpc.output import (OUTPUT_CALL_BYTES, OUTPUT_EVENT_BYTES, OUTPUT_INTERVAL,
                                TRANSCRIPT_CALL_BYTES)
 from procs import all_dead
@@ -137,6 +138,7 @@ async def test_control_events_never_wait_behind_output(daemon_env, scripted, wor
     scripted.add_scenario("long", {"repeat": True, "steps": [{"chunk": 4096, "content": [
         {"type": "text", "text": "word " * 6000},
         {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]}]})
+    guard_off(daemon_env)  # the same call again and again is the point here
     log = Path(daemon_env["HEDDLE_LOG_FILE"])
     daemon = await Daemon.spawn(daemon_env, workspace, workspace.parent / "stderr.log")
     try:

@@ -369,6 +369,7 @@ export class Commands implements vscode.Disposable {
     const activity =
       event.kind === "toolCallInput" ? event.title
       : event.kind === "permissionAsked" ? `waiting for you: ${event.title}`
+      : event.kind === "loopDetected" ? "waiting for you: the agent is repeating itself"
       : event.kind === "textDelta" ? "writing"
       : event.kind === "retry" ? `retrying (${event.attempt}/${event.maxAttempts})`
       : event.kind === "todo" ? currentTask(event.todos)

@@ -40,14 +40,14 @@ export const ErrorCodes = {
   SessionInUse: -32016,
 } as const;
 
-export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput", "modeChanged"] as const;
-export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget"] as const;
+export const EVENT_KINDS = ["turnStarted", "textDelta", "thinkingDelta", "toolCallStarted", "toolCallInput", "toolCallFinished", "permissionAsked", "permissionAnswered", "retry", "usage", "error", "turnEnded", "modelCall", "tombstone", "modelFallback", "compaction", "toolSummary", "todo", "agent", "toolOutput", "modeChanged", "loopDetected"] as const;
+export const TERMINAL_REASONS = ["completed", "cancelled", "maxTurns", "promptTooLong", "modelError", "blockingLimit", "stopHookPrevented", "hookStopped", "tokenBudget", "loopDetected"] as const;
 
 export interface AgentEventEvent {
   kind: "agent";
   toolCallId: string;
   agent: string;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent | LoopDetectedEvent;
 }
 export interface ApplyWorkspaceEditParams {
   label: string;
@@ -135,6 +135,14 @@ export interface LineRange {
   startLine: number;
   endLine: number;
 }
+export interface LoopDetectedEvent {
+  kind: "loopDetected";
+  toolCallId: string;
+  tool: string;
+  count: number;
+  cycle: Array<string>;
+  description: string;
+}
 export interface McpServerChangedParams {
   sessionId: string;
   server: McpServerInfo;
@@ -197,6 +205,7 @@ export interface PermissionRequestParams {
   title: string;
   options: Array<PermissionOption>;
   preview?: DiffPreview | CommandPreview | PlanPreview | null;
+  loop?: boolean | null;
 }
 export interface PermissionRequestResult {
   decision: "allowAlways" | "allowOnce" | "reject";
@@ -294,7 +303,7 @@ export interface SessionInfo {
   updatedAt: string;
   turns: number;
   live: boolean;
-  lastReason?: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget" | null;
+  lastReason?: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget" | null;
 }
 export interface SessionListParams {
   workspace?: string | null;
@@ -410,7 +419,7 @@ export interface TurnCancelParams {
 }
 export interface TurnEndedEvent {
   kind: "turnEnded";
-  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
+  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
   usage: Usage;
   cancelPhase?: "streaming" | "tools" | null;
   error?: ErrorInfo | null;
@@ -419,7 +428,7 @@ export interface TurnEventParams {
   sessionId: string;
   turnId: string;
   seq: number;
-  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;
+  event: TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent | LoopDetectedEvent;
 }
 export interface TurnStartParams {
   sessionId: string;
@@ -432,7 +441,7 @@ export interface TurnStartParams {
 }
 export interface TurnStartResult {
   turnId: string;
-  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
+  reason: "blockingLimit" | "cancelled" | "completed" | "hookStopped" | "loopDetected" | "maxTurns" | "modelError" | "promptTooLong" | "stopHookPrevented" | "tokenBudget";
   usage: Usage;
   text: string;
   transitions: Array<string>;
@@ -481,4 +490,4 @@ export interface WorkspaceTrustResult {
   enables?: Array<string>;
   trusted?: boolean;
 }
-export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent;
+export type Event = TurnStartedEvent | TextDeltaEvent | ThinkingDeltaEvent | ToolCallStartedEvent | ToolCallInputEvent | ToolCallFinishedEvent | PermissionAskedEvent | PermissionAnsweredEvent | RetryEvent | UsageEvent | ErrorEvent | TurnEndedEvent | ModelCallEvent | TombstoneEvent | ModelFallbackEvent | CompactionEvent | ToolSummaryEvent | TodoEvent | AgentEventEvent | ToolOutputEvent | ModeChangedEvent | LoopDetectedEvent;

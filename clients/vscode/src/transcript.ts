@@ -216,6 +216,8 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, rep
       });
     case "toolSummary":
       return append(t, serial, { kind: "notice", id, level: "info", text: event.summary });
+    case "loopDetected":
+      return append(t, serial, { kind: "notice", id, level: "warning", text: `Repeating itself: ${event.description}` });
     case "todo":
       return upsertPlan(t, serial, `plan-${params.turnId}`, event.todos);
     case "agent":
@@ -444,6 +446,7 @@ export function describeReason(reason: string): string {
     stopHookPrevented: "Stopped by a hook",
     hookStopped: "Stopped by a hook",
     tokenBudget: "Stopped: token budget spent",
+    loopDetected: "Stopped: the agent was repeating itself",
   };
   return words[reason] ?? humanize(reason);
 }

@@ -123,6 +123,7 @@ describe("transcript", () => {
       event({ kind: "modelFallback", fromModel: "big", toModel: "small", error: { code: "overloaded", message: "Overloaded" } }),
       event({ kind: "compaction", layer: "auto", tokensBefore: 120400, tokensAfter: 30000, summary: "" }),
       event({ kind: "toolSummary", toolCallIds: ["c1"], summary: "Read the config" }),
+      event({ kind: "loopDetected", toolCallId: "c9", tool: "Grep", count: 4, cycle: ["Grep"], description: "the agent made the same Grep call 4 times in a row with the same result" }),
       event({ kind: "somethingNew" }),
       event({ kind: "somethingElse", message: "Said plainly" }),
       { type: "result", result: { turnId: "t", reason: "cancelled", usage: { modelCalls: 2, inputTokens: 100, cacheReadInputTokens: 20, outputTokens: 7 }, text: "", transitions: [], cancelPhase: "tools" } },
@@ -133,11 +134,12 @@ describe("transcript", () => {
       ["warning", "big failed (Overloaded); switched to small"],
       ["info", "Compacted the conversation (auto), 120.4k → 30k tokens"],
       ["info", "Read the config"],
+      ["warning", "Repeating itself: the agent made the same Grep call 4 times in a row with the same result"],
       ["info", "Something new"],
       ["info", "Said plainly"],
       ["end"],
     ]);
-    assert.deepEqual(t.blocks[7], {
+    assert.deepEqual(t.blocks[8], {
       kind: "end", id: "end-t", reason: "cancelled", detail: "while tools ran", usage: "2 model calls · 120 tokens in (17% from cache), 7 out",
     });
   });

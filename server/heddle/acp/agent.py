@@ -54,6 +54,7 @@ STOP_REASONS = {
     TerminalReason.BLOCKING_LIMIT: "max_tokens",
     TerminalReason.STOP_HOOK_PREVENTED: "end_turn",
     TerminalReason.HOOK_STOPPED: "end_turn",
+    TerminalReason.LOOP_DETECTED: "end_turn",
 }
 """ACP `stopReason` for each Terminal reason; `model_error` is a JSON-RPC error instead
 (docs/acp.md has the table)."""

@@ -11,6 +11,8 @@
 A plan (PresentPlan in plan mode) is asked with its own options: `approve_default` and
 `approve_accept_edits` (kind `allow_once`: approve, and go on in that mode) and
 `keep_planning` (`reject_once`); the plan is the tool call's content, in Markdown.
+The repeat guard's question (a prompt with `loop`) offers `allow_once` (let the turn go on)
+and `reject_once` (stop it), about the refused call, whose status it leaves alone.
 
 No answer within the timeout, an error answer or an unknown option is a rejection that says
 why, as on the LSP door.
@@ -49,6 +51,9 @@ PLAN_MODES = {"approve_default": "default", "approve_accept_edits": "acceptEdits
 def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
     if isinstance(prompt.preview, PlanPreview):
         return PLAN_OPTIONS
+    if prompt.loop:
+        return [{"optionId": "allow_once", "name": "Let it go on", "kind": "allow_once"},
+                {"optionId": "reject_once", "name": "Stop the turn", "kind": "reject_once"}]
     rule = one_line(prompt.rule or "")  # (an exact command line may hold a newline, a U+202E)
     always = [{"optionId": "allow_always", "name": f"Always allow {rule}",
                "kind": "allow_always"},
@@ -61,7 +66,11 @@ def options(prompt: PermissionPrompt) -> list[dict[str, str]]:
 
 
 def tool_call(prompt: PermissionPrompt, translator: Translator) -> dict[str, Any]:
-    """The call the client is asked about, with the whole proposed file for an edit."""
+    """The call the client is asked about, with the whole proposed file for an edit. For the
+    repeat guard's question, the refused call has ended already: only its title changes."""
+    if prompt.loop:
+        return {"toolCallId": prompt.tool_call_id, "title": prompt.title,
+                "_meta": {"heddle": {"loop": True}}}
     call: dict[str, Any] = {"toolCallId": prompt.tool_call_id, "title": prompt.title,
                             "kind": kind_of(prompt.tool), "status": "pending",
                             "rawInput": prompt.input}

@@ -132,8 +132,17 @@ class Translator:
                      "size": ev["contextWindow"]}]
         if kind == "modeChanged":  # an approved plan: the session goes on in the chosen mode
             return [{"sessionUpdate": "current_mode_update", "currentModeId": ev["mode"]}]
+        if kind == "loopDetected":  # a notice of its own, between the answer's pieces
+            return [{"sessionUpdate": "agent_message_chunk",
+                     "content": text(f"\n\n**Heddle is repeating itself: "
+                                     f"{ev.get('description', '')}.**\n\n"),
+                     "_meta": {"heddle": {"loopDetected": ev}}}]
         if kind == "turnEnded":
-            return self.close()
+            ended = (ev.get("error") or {}).get("message") if ev.get("reason") == "loopDetected" \
+                else None
+            return ([{"sessionUpdate": "agent_message_chunk",
+                      "content": text(f"**The turn ended: {ended}.**\n")}]
+                    if ended else []) + self.close()
         return []
 
     def compacted(self, summary: str, tokens: tuple[int, int] | None = None) -> dict[str, Any]:

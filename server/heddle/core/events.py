@@ -203,6 +203,20 @@ class ToolSummary(msgspec.Struct, frozen=True):
     summary: str
 
 
+class LoopDetected(msgspec.Struct, frozen=True):
+    """The repeat guard refused a call that repeated the same call, or cycle of calls, with the
+    same results (`heddle.loop.repeats`); the user is asked next whether the turn may go on."""
+
+    tool_call_id: str
+    """The call that did not run."""
+    tool: str
+    count: int
+    """How many times the call (or cycle) was made, the refused one included."""
+    cycle: tuple[str, ...]
+    """The tools of the repeated cycle, in call order; one for the same call repeated."""
+    description: str
+
+
 class ErrorReport(msgspec.Struct, frozen=True):
     error: ErrorInfo
 
@@ -240,7 +254,7 @@ class TurnEnded(msgspec.Struct, frozen=True):
 
 
 class TerminalReason(enum.Enum):
-    """Why `query()` stopped. Ten reasons, as in the loop design."""
+    """Why `query()` stopped: the ten reasons of the loop design, and the repeat guard's."""
 
     COMPLETED = "completed"
     ABORTED_STREAMING = "aborted_streaming"
@@ -252,6 +266,7 @@ class TerminalReason(enum.Enum):
     STOP_HOOK_PREVENTED = "stop_hook_prevented"
     HOOK_STOPPED = "hook_stopped"
     TOKEN_BUDGET = "token_budget"
+    LOOP_DETECTED = "loop_detected"
 
 
 class Terminal(msgspec.Struct, frozen=True):
@@ -270,5 +285,5 @@ CoreEvent = Union[
     TextDelta, ThinkingDelta, ToolCallStarted, ToolCallInput, ToolCallFinished, PermissionAsked,
     PermissionAnswered, Retry, UsageReport, ErrorReport, MessageFinal, Terminal,
     ModelCallStarted, Tombstone, ModelFallback, Compaction, ToolSummary, TurnEnded,
-    TodoUpdate, AgentEvent, ToolOutputChunk, ThinkingDone, ModeChanged,
+    TodoUpdate, AgentEvent, ToolOutputChunk, ThinkingDone, ModeChanged, LoopDetected,
 ]

@@ -64,7 +64,7 @@ class _OfferedOnly:
     def schemas(self) -> tuple[dict, ...]:
         return self.offered
 
-    def batch(self, task_group, permissions):
+    def batch(self, task_group, permissions, repeats=None):
         return Toolbox({}, ToolContext(workspace=Path.cwd()), _no_asking).batch(task_group,
                                                                                permissions)
 

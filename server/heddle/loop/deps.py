@@ -18,7 +18,8 @@ from heddle.core.messages import ToolResultBlock, ToolUseBlock
 from heddle.core.stream import ModelCaller
 from heddle.core.tools import Tool, ToolContext
 from heddle.loop.hooks import StopHooks
-from heddle.permissions.policy import Decision, Rule
+from heddle.loop.repeats import Loop, Repeats
+from heddle.permissions.policy import Asker, Decision, Rule
 from heddle.settings import HookSettings
 
 
@@ -46,6 +47,10 @@ class ToolBatch(Protocol):
 
     stop_reason: str | None
     """Set when a hook asked to end the turn after this batch."""
+    repeats: Repeats
+    """The repeat guard's count, with the calls of this batch that finished."""
+    caught: tuple[ToolUseBlock, Loop] | None
+    """The first call the repeat guard refused, and the repetition it would have made."""
 
     @property
     def blocks(self) -> Sequence[ToolUseBlock]:
@@ -86,9 +91,10 @@ class ToolRunner(Protocol):
 
     def schemas(self) -> tuple[dict[str, Any], ...]: ...
 
-    def batch(self, task_group: anyio.abc.TaskGroup,
-              permissions: PermissionDecider) -> ToolBatch:
-        """Calls run in `task_group` (the caller's), each decided on by `permissions`."""
+    def batch(self, task_group: anyio.abc.TaskGroup, permissions: PermissionDecider,
+              repeats: Repeats | None = None) -> ToolBatch:
+        """Calls run in `task_group` (the caller's), each decided on by `permissions`, and
+        counted by the repeat guard from `repeats` (None: no guard)."""
         ...
 
 
@@ -103,3 +109,6 @@ class LoopDeps:
     """None: `heddle.context.pipeline.microcompact`."""
     stop_hooks: StopHooks | None = None
     """None: no stop hooks."""
+    loop_asker: Asker | None = None
+    """Asks the user whether a turn the repeat guard caught may go on (a `PermissionPrompt`
+    with `loop`); None: nobody can be asked, and such a turn ends."""

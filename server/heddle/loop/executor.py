@@ -1,8 +1,8 @@
 """Runs the tool calls of one model response, starting safe ones while the model still streams.
 
-Order of work for one call: validate the input → normalise it (absolute paths, the workspace
-boundary) → PreToolUse hooks → rules and mode → ask the editor if needed → run → PostToolUse
-hooks. Concurrency-safe calls start as soon as their block is complete, unless an
+Order of work for one call: the repeat guard → validate the input → normalise it (absolute
+paths, the workspace boundary) → PreToolUse hooks → rules and mode → ask the editor if needed
+→ run → PostToolUse hooks; the repeat guard counts its result. Concurrency-safe calls start as soon as their block is complete, unless an
 unsafe call came before them; unsafe calls wait for the response to end and run one at a time.
 Results are returned in request order, and every call gets one, cancelled or not.
 
@@ -27,6 +27,9 @@ from heddle.core.messages import (ImageBlock, ImageSource, TextBlock, ToolResult
                                   well_formed)
 from heddle.core.tools import CURRENT_CALL, ReviewedTool, Tool, ToolContext, ToolError
 from heddle.loop.deps import PermissionDecider
+from heddle.loop.repeats import (Loop, Outcome, RepeatLimits, Repeats, after, after_response,
+                                 before, call_key, describe, is_edit, refusal, result_digest,
+                                 warning)
 from heddle.permissions.hooks import (HookRunner, PostToolFeedback, PreToolVerdict,
                                       post_tool_use, pre_tool_use)
 from heddle.permissions.policy import (Ask, Asker, Deny, PermissionAnswer, PermissionPrompt,
@@ -55,6 +58,12 @@ class _Call:
     """Cancelled when the call's result is discarded while it runs."""
     images: tuple[tuple[str, str], ...] = ()
     """(media type, base64) of the images its result shows the model (an MCP tool's)."""
+    loop: Loop | None = None
+    """The run of repetitions the call would extend past the repeat guard's limit."""
+    refused: bool = False
+    """The repeat guard did not run it."""
+    outcome: Outcome | None = None
+    """What the repeat guard counts of it, once it ran."""
 
     @property
     def safe(self) -> bool:
@@ -80,6 +89,8 @@ class ToolExecutor:
     """(id, tool) of the tool_use block whose input is still streaming: started, not added."""
     _asking: set[str] = field(default_factory=set)
     """Ids of the calls whose permission prompt is open."""
+    start: Repeats = Repeats(RepeatLimits(0, 0))
+    """The repeat guard's count before this batch: what its calls are judged against."""
 
     def __post_init__(self) -> None:
         self._idle.set()
@@ -87,6 +98,17 @@ class ToolExecutor:
     @property
     def blocks(self) -> Sequence[ToolUseBlock]:
         return [c.block for c in self.calls]
+
+    @property
+    def repeats(self) -> Repeats:
+        """The repeat guard's count with this batch's calls (those that have ended)."""
+        return after_response(self.start, [c.loop if c.refused else c.outcome
+                                           for c in self.calls if c.refused or c.outcome])
+
+    @property
+    def caught(self) -> tuple[ToolUseBlock, Loop] | None:
+        """The first call the repeat guard refused, and the run it would have extended."""
+        return next(((c.block, c.loop) for c in self.calls if c.refused and c.loop), None)
 
     def begin(self, block_id: str, tool: str) -> None:
         """A tool_use block started in the stream; `add` follows once its input is complete."""
@@ -96,6 +118,7 @@ class ToolExecutor:
         """A tool_use block is complete in the stream."""
         self.streaming = None
         call = _Call(block, input_error, self.tools.get(block.name))
+        call.loop = before(self.start, block.name, call_key(block.name, block.input))
         self.calls.append(call)
         if call.safe and not self._queued:
             self._start(call)
@@ -203,6 +226,7 @@ class ToolExecutor:
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
+        content = self._count(call, status, content)
         images = tuple(ImageBlock(ImageSource(kind, data)) for kind, data in call.images)
         text = content or ("" if images else "(no output)")
         call.result = ToolResultBlock(call.block.id, ((TextBlock(text),) if text else ()) + images
@@ -211,8 +235,27 @@ class ToolExecutor:
         self.ctx.emit(ToolCallFinished(call.block.id, call.block.name, shown, summary, diff,
                                        call.result, *call.exit))
 
+    def _count(self, call: _Call, status: str, content: str) -> str:
+        """The repeat guard counts a call that ran; its result, with a warning when it
+        completed a run of repetitions."""
+        if call.refused or status == "cancelled" or not self.start.limits.on:
+            return content
+        name = call.block.name
+        key = call_key(name, call.block.input)
+        result = result_digest((content, len(call.images)), status != "ok")
+        edited = status == "ok" and is_edit(name)
+        call.outcome = Outcome(name, key, result, edited)
+        _, found = after(self.start, name, key, result, edited)  # as if alone in its batch
+        return content if found is None else content + warning(found, self.start.limits)
+
     async def _execute(self, call: _Call) -> tuple[str, str, str, str | None]:
         block, tool = call.block, call.tool
+        found = call.loop
+        if found is not None:
+            call.refused = True
+            self.ctx.emit(PermissionAnswered(block.id, "reject",
+                                             reason=f"repeat guard: {describe(found)}"))
+            return "rejected", refusal(found), f"not run: repeated {found.count} times", None
         if tool is None:
             names = ", ".join(sorted(self.tools))
             return "error", f"There is no tool named {block.name}. Tools: {names}.", "unknown tool", None
@@ -381,7 +424,8 @@ class Toolbox:
     def schemas(self) -> tuple[dict[str, Any], ...]:
         return tuple(schema_of(t) for t in self.tools.values())
 
-    def batch(self, task_group: anyio.abc.TaskGroup,
-              permissions: PermissionDecider) -> ToolExecutor:
+    def batch(self, task_group: anyio.abc.TaskGroup, permissions: PermissionDecider,
+              repeats: Repeats | None = None) -> ToolExecutor:
         return ToolExecutor(self.tools, self.ctx, permissions, self.asker, task_group,
-                            self.permission_lock)
+                            self.permission_lock,
+                            start=repeats if repeats is not None else Repeats(RepeatLimits(0, 0)))

@@ -41,7 +41,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
     model, messages, index = state.model, state.messages, state.calls
     failed = Usage()  # what the requests of failed calls reported (a fallback's first model)
     while True:
-        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
+        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions, state.repeats)
         response = Response()
         yield ModelCallStarted(index, model)
         request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
@@ -55,7 +55,8 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
                     if isinstance(ev, Restart):
                         for out in _dropped(batch, index - 1, ev):
                             yield out
-                        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions)
+                        batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions,
+                                                   state.repeats)
                         response = Response()
                         yield ModelCallStarted(index, model)
                         index += 1

@@ -12,6 +12,7 @@ from heddle.context.pipeline import PipelineSettings
 from heddle.context.windows import Limits
 from heddle.core.events import CoreEvent
 from heddle.core.messages import Block
+from heddle.loop.repeats import RepeatLimits
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class LoopConfig:
     cache_cold: bool = False
     """The session's last model call is longer ago than the cache lifetime: the first call
     re-writes the cache anyway, so the context pipeline may cut old content for free."""
+    repeats: RepeatLimits = RepeatLimits()
+    """When the repeat guard warns the model and refuses a call (`heddle.loop.repeats`)."""
 
     @property
     def is_subagent(self) -> bool:

@@ -21,6 +21,7 @@ from heddle.loop.deps import LoopDeps
 from heddle.loop.model_call import call_model
 from heddle.loop.outcomes import OUTCOMES, Onward, Query, Stop
 from heddle.loop.params import LoopConfig, LoopRuntime
+from heddle.loop.repeats import Repeats
 from heddle.loop.state import LoopState
 from heddle.loop.steps import (answer, finish, guards, output_limit, prepare_context, recover,
                                run_tools)
@@ -39,7 +40,8 @@ async def query(messages: tuple[Message, ...], config: LoopConfig, deps: LoopDep
     q = Query(config, deps, run, config.limits or limits_of(config.model),
               deps.tools.schemas(), background, limits_of)
     try:
-        async with aclosing(_loop(q, LoopState(messages=messages, model=config.model))) as loop:
+        first = LoopState(messages=messages, model=config.model, repeats=Repeats(config.repeats))
+        async with aclosing(_loop(q, first)) as loop:
             async for ev in loop:
                 yield ev
     finally:

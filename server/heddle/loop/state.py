@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from heddle.core.events import Usage
 from heddle.core.messages import Message
 from heddle.loop.budget import BudgetTracker
+from heddle.loop.repeats import Repeats
 
 
 class ContinueReason(enum.Enum):
@@ -56,6 +57,8 @@ class LoopState:
     """What the query's model calls have used so far."""
     calls: int = 0
     """Model calls started so far, replaced ones included: the next call's output index."""
+    repeats: Repeats = Repeats()
+    """The repeat guard's limits and the recent calls it counts (`heddle.loop.repeats`)."""
 
 
 def rebuilt(state: LoopState, reason: ContinueReason, **changes) -> LoopState:
@@ -67,14 +70,17 @@ def rebuilt(state: LoopState, reason: ContinueReason, **changes) -> LoopState:
         has_attempted_reactive_compact=state.has_attempted_reactive_compact,
         has_attempted_collapse_drain=state.has_attempted_collapse_drain,
         stop_hook_active=state.stop_hook_active, model=state.model, budget=state.budget,
-        context_base=state.context_base, usage=state.usage, calls=state.calls)
+        context_base=state.context_base, usage=state.usage, calls=state.calls,
+        repeats=state.repeats)
     fields.update(changes)
     return LoopState(transition=Transition(reason), **fields)
 
 
-def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
+def next_turn(state: LoopState, new_messages: tuple[Message, ...],
+              repeats: Repeats | None = None) -> LoopState:
     """After tool results: go round with the grown conversation. Output-limit recovery starts
-    over; the reactive-compact guard and the stop-hook flag are kept."""
+    over; the reactive-compact guard and the stop-hook flag are kept; `repeats`: the repeat
+    guard's count after the calls (None: unchanged)."""
     return LoopState(
         messages=state.messages + new_messages,
         turn_count=state.turn_count + 1,
@@ -89,6 +95,7 @@ def next_turn(state: LoopState, new_messages: tuple[Message, ...]) -> LoopState:
         context_base=state.context_base,
         usage=state.usage,
         calls=state.calls,
+        repeats=state.repeats if repeats is None else repeats,
     )
 
 

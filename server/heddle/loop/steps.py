@@ -1,6 +1,6 @@
 """The steps of one iteration, in order: guards → prepare the context → (call the model:
 `heddle.loop.model_call`) → recover → output limit → answer → finish or continue → run the
-tools.
+tools (and, when the repeat guard refused a call, ask whether the turn may go on).
 
 Each is an async generator that yields core events and last an outcome (`Onward`, `Again`,
 `Stop`). A cancel that lands in a step's await is caught there and closes the conversation,
@@ -10,22 +10,26 @@ so the next request is valid; the step then stops the query.
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from dataclasses import replace
 from typing import AsyncIterator
 
 import anyio
 
 from heddle.context.pipeline import collapse_drain, prepare
-from heddle.core.events import (Compaction, CoreEvent, ErrorInfo, MessageFinal, TerminalReason,
-                                Tombstone, UsageReport)
+from heddle.core.events import (Compaction, CoreEvent, ErrorInfo, LoopDetected, MessageFinal,
+                                TerminalReason, Tombstone, UsageReport)
 from heddle.core.messages import Message, TextBlock, append_user, text_of, user_text
 from heddle.loop import endings, state as transitions
 from heddle.loop.budget import check_token_budget
 from heddle.loop.ladder import (OUTPUT_LIMIT_GIVEN_UP, OUTPUT_LIMIT_NUDGE, blocked, context_tokens,
                                 guard, output_limit_rung, too_long_rungs)
+from heddle.loop.deps import ToolBatch
 from heddle.loop.outcomes import Again, Onward, Outcome, Query, Stop
+from heddle.loop.repeats import GO_ON, describe, reset
 from heddle.loop.state import LoopState
 from heddle.loop.summaries import summarize_tools
+from heddle.permissions.policy import PermissionPrompt
 
 log = logging.getLogger(__name__)
 
@@ -206,8 +210,44 @@ async def run_tools(q: Query, now: Onward) -> Step:
     if batch.stop_reason:
         yield Stop(state, TerminalReason.HOOK_STOPPED, state.messages + (user,),
                    text_of(state.messages[-1]), ErrorInfo("hookStopped", batch.stop_reason))
+    elif batch.caught is not None:
+        async with aclosing(_caught(q, state, user, batch)) as items:
+            async for item in items:
+                yield item
     else:
-        yield Again(transitions.next_turn(state, (user,)))
+        yield Again(transitions.next_turn(state, (user,), batch.repeats))
+
+
+async def _caught(q: Query, state: LoopState, user: Message, batch: ToolBatch) -> Step:
+    """The repeat guard refused a call: tell the editor, then ask the user whether the turn
+    may go on (counting afresh) or ends. Nobody to ask, or bypassPermissions mode: it ends."""
+    block, found = batch.caught
+    said = describe(found)
+    yield LoopDetected(block.id, block.name, found.count, found.tools, said)
+    messages, text = state.messages + (user,), text_of(state.messages[-1])
+    asker = q.deps.loop_asker
+    if asker is None or q.deps.permissions.mode == "bypassPermissions":
+        why = "nobody can be asked" if asker is None else "bypassPermissions mode does not ask"
+        yield Stop(state, TerminalReason.LOOP_DETECTED, messages, text,
+                   ErrorInfo("loopDetected", f"{said}; the turn ends ({why})"))
+        return
+    try:
+        answer = await asker(PermissionPrompt(
+            block.id, block.name, block.input, f"Heddle is repeating itself: {said}. Let it go "
+            "on?", None, "", loop=True))
+    except anyio.get_cancelled_exc_class():
+        for item in _cancelled(q, replace(state, messages=messages),
+                               TerminalReason.ABORTED_TOOLS):
+            yield item
+        return
+    if answer.decision == "reject":
+        because = f": {answer.reason}" if answer.reason else ""
+        yield Stop(state, TerminalReason.LOOP_DETECTED, messages, text, ErrorInfo(
+            "loopDetected", f"{said}; the turn was stopped{because}"))
+        return
+    yield MessageFinal(user_text(GO_ON))
+    yield Again(transitions.next_turn(
+        state, (Message("user", user.content + (TextBlock(GO_ON),)),), reset(batch.repeats)))
 
 
 def _cancelled(q: Query, state: LoopState, reason: TerminalReason) -> list[CoreEvent | Stop]:

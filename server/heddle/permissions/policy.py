@@ -61,6 +61,9 @@ class PermissionPrompt:
     title: str
     preview: Preview | None
     rule: str
+    loop: bool = False
+    """Not a call's permission: whether a turn the repeat guard caught may go on (allow: it
+    goes on; reject: it ends)."""
 
 
 @dataclass(frozen=True)

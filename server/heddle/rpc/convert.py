@@ -99,6 +99,9 @@ def event(ev: core.CoreEvent) -> wev.Ev | None:
             return wev.ErrorEvent(error=error_info(err))
         case core.ModeChanged(mode):
             return wev.ModeChangedEvent(mode=mode)
+        case core.LoopDetected(call_id, tool, count, cycle, description):
+            return wev.LoopDetectedEvent(tool_call_id=call_id, tool=tool, count=count,
+                                         cycle=list(cycle), description=description)
     return None
 
 
@@ -113,6 +116,7 @@ _REASONS = {
     core.TerminalReason.STOP_HOOK_PREVENTED: ("stopHookPrevented", None),
     core.TerminalReason.HOOK_STOPPED: ("hookStopped", None),
     core.TerminalReason.TOKEN_BUDGET: ("tokenBudget", None),
+    core.TerminalReason.LOOP_DETECTED: ("loopDetected", None),
 }
 
 
@@ -164,6 +168,10 @@ def mcp_warnings(servers: McpServers | None) -> list[str]:
             "in this session" for s in servers.status() if s.state == "failed"]
 
 
+LOOP_GO_ON, LOOP_STOP = "Let it go on", "Stop the turn"
+"""The two answers to the repeat guard's question."""
+
+
 def rule(r: Rule) -> wire.PermissionRule:
     return wire.PermissionRule(rule=r.pattern, kind=r.kind, scope=r.scope)
 
@@ -179,6 +187,12 @@ PLAN_OPTIONS = [
 
 
 def permission_params(session_id: str, turn_id: str, p: PermissionPrompt) -> wire.PermissionRequestParams:
+    if p.loop:
+        return wire.PermissionRequestParams(
+            session_id=session_id, turn_id=turn_id, tool_call_id=p.tool_call_id, tool=p.tool,
+            input=msgspec.to_builtins(p.input), title=p.title, loop=True, options=[
+                wire.PermissionOption(decision="allowOnce", label=LOOP_GO_ON),
+                wire.PermissionOption(decision="reject", label=LOOP_STOP)])
     return wire.PermissionRequestParams(
         session_id=session_id, turn_id=turn_id, tool_call_id=p.tool_call_id, tool=p.tool,
         input=msgspec.to_builtins(p.input), title=p.title, preview=preview(p.preview),

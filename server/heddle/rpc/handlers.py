@@ -196,7 +196,8 @@ def _asker(server: Daemon, session: Session, turn_id: str):
     async def ask(prompt: PermissionPrompt) -> PermissionAnswer:
         if not server.client_answers_permissions:
             return PermissionAnswer("reject", reason="the editor cannot answer permission "
-                                    f"requests, and mode {session.policy.mode} requires asking")
+                                    "requests" + ("" if prompt.loop else f", and mode "
+                                                  f"{session.policy.mode} requires asking"))
         params = convert.permission_params(session.id, turn_id, prompt)
         try:
             raw = await server.protocol.request("permission/request", params,

@@ -17,7 +17,7 @@ from heddle.ids import is_session_id, session_id_problem
 from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
-from heddle.settings import ModelLimitSettings
+from heddle.settings import LoopSettings, ModelLimitSettings
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptInUse, TranscriptWriter, held_elsewhere, read)
 from heddle.settings import CacheSettings, EditorSettings
@@ -76,6 +76,8 @@ class SessionOptions:
     model_limits: dict[str, ModelLimitSettings] | None = None
     """The settings' `[models]` limits (not kept in the transcript: a loaded session reads the
     settings again)."""
+    loop: LoopSettings | None = None
+    """The settings' `[loop]`, the repeat guard's limits (not kept in the transcript either)."""
 
     def over(self, defaults: SessionOptions) -> SessionOptions:
         """These options, with `defaults` where one is not set."""

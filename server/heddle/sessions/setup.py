@@ -48,7 +48,8 @@ class DoorSetup:
         settings' fallback model after `HEDDLE_FALLBACK_MODEL`, the settings' `[models]`."""
         return replace(self.options, fallback_model=self.options.fallback_model
                        or settings.settings.fallback_model,
-                       model_limits=settings.settings.models or None)
+                       model_limits=settings.settings.models or None,
+                       loop=settings.settings.loop)
 
 
 def from_env(env: Mapping[str, str], compactions: CompactionListener | None = None

@@ -34,6 +34,7 @@ from heddle.loop.executor import Toolbox
 from heddle.loop.hooks import StopHooks
 from heddle.loop.params import LoopConfig, LoopRuntime, Outlet
 from heddle.loop.prompt import ContextItem, system_prompt, user_prompt
+from heddle.loop.repeats import RepeatLimits
 from heddle.model.caching import LIFETIME_SECONDS
 from heddle.model.limits import model_limits
 from heddle.loop.query import drive, query
@@ -185,7 +186,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                   session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
-                                 stop_hooks=stop_hooks_of(session, emit))
+                                 stop_hooks=stop_hooks_of(session, emit), loop_asker=asker)
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
                 toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
@@ -268,7 +269,8 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         cache_ttl=ttl if cache.prompt_cache else None,
         cache_cold=bool(cache.prompt_cache) and cache_expired(session.last_call_at,
                                                              time.monotonic(), ttl),
-        pipeline=PipelineSettings(server_edits=bool(cache.context_editing)))
+        pipeline=PipelineSettings(server_edits=bool(cache.context_editing)),
+        repeats=RepeatLimits.from_settings(session.options.loop))
 
 
 def too_big(text: str, session: Session, deps: TurnDeps) -> None:

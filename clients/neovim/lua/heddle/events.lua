@@ -82,6 +82,10 @@ function render.compaction(t, ev)
   t:note(format.compaction(ev))
 end
 
+function render.loopDetected(t, ev)
+  t:note(format.loop_detected(ev))
+end
+
 --- Shows `ev`, the `event` of a `turn/event` notification, in transcript `t`.
 --- @param t heddle.Transcript
 --- @param ev table

@@ -33,6 +33,7 @@ local reasons = {
   stopHookPrevented = 'stopped by a hook',
   hookStopped = 'stopped by a hook',
   tokenBudget = 'stopped: token budget spent',
+  loopDetected = 'stopped: repeating itself',
 }
 
 local function display_path(path)
@@ -232,6 +233,11 @@ end
 function M.compaction(ev)
   return ('⇣ compacted the conversation: %d → %d tokens'):format(
     ev.tokensBefore or 0, ev.tokensAfter or 0)
+end
+
+--- A `loopDetected` event: the repeat guard refused a call that repeated the same ones.
+function M.loop_detected(ev)
+  return ('⟳ repeating itself: %s'):format(ev.description or ev.tool or '?')
 end
 
 --- A `toolSummary` event: one line about a batch of tool calls.

@@ -44,7 +44,7 @@ local function ask_blocking(params, options)
   end
   local choice = options[vim.fn.inputlist(lines)]
   local message = nil
-  if choice and choice.decision == 'reject' then
+  if choice and choice.decision == 'reject' and not params.loop then
     message = vim.fn.input('Tell Heddle why (optional): ')
   end
   return choice, message
@@ -190,6 +190,8 @@ function M.ask(params)
   end
   if choice == nil then
     return { decision = 'reject', message = 'The user dismissed the permission prompt.' }
+  elseif params.loop then -- the repeat guard's question: go on, or stop the turn
+    return { decision = choice.decision }
   end
   local result = { decision = choice.decision }
   if choice.decision == 'allowAlways' and choice.rule then

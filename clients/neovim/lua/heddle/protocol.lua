@@ -42,6 +42,7 @@ return {
     "agent",
     "toolOutput",
     "modeChanged",
+    "loopDetected",
   },
   errors = {
     PARSE_ERROR = -32700,
@@ -69,5 +70,6 @@ return {
     "stopHookPrevented",
     "hookStopped",
     "tokenBudget",
+    "loopDetected",
   },
 }

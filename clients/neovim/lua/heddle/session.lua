@@ -534,7 +534,9 @@ client.handlers[methods.PERMISSION_REQUEST] = function(params)
   if not conv or not t or t.conversation ~= conv or t.cancelled then
     return { decision = 'reject', message = 'The turn was cancelled.' }
   end
-  conv.transcript:permission_asked(params.toolCallId, params.title, params.preview)
+  if not params.loop then -- the repeat guard's question: its call has ended, its notice is shown
+    conv.transcript:permission_asked(params.toolCallId, params.title, params.preview)
+  end
   show(conv)
   t.waiting = true
   local ok, result = pcall(permission.ask, params)

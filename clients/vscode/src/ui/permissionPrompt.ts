@@ -47,6 +47,7 @@ export async function askPermission(
   const choice = await pick(request, signal, diffs);
   void diffs.forget(request.toolCallId);
   if (!choice?.decision || signal.aborted) return { decision: "reject" };
+  if (request.loop) return { decision: choice.decision };
   if (choice.decision === "reject") {
     const message = await askMessage("Reject", "Tell Heddle why, or what to do instead (optional). Press Enter to reject.", signal);
     return message ? { decision: "reject", message } : { decision: "reject" };
@@ -71,7 +72,7 @@ function choices(request: PermissionRequestParams): Choice[] {
   const options = request.options.length ? request.options : DEFAULT_OPTIONS;
   const items: Choice[] = options.map((option) => ({
     label: `${ICONS[option.decision] ?? ""} ${option.label}`.trim(),
-    description: describeOption(option),
+    description: describeOption(option, request.loop === true),
     decision: option.decision,
     rule: option.rule ?? undefined,
     mode: option.mode ?? undefined,
@@ -83,7 +84,8 @@ function choices(request: PermissionRequestParams): Choice[] {
   return items;
 }
 
-function describeOption(option: PermissionOption): string | undefined {
+function describeOption(option: PermissionOption, loop = false): string | undefined {
+  if (loop) return option.decision === "reject" ? "end the turn here" : "the agent goes on, told to change approach";
   if (option.mode) return `the session goes on in mode ${option.mode}`;
   if (option.decision === "reject" && option.label.startsWith("Keep planning")) return "you can say what should change next";
   if (option.rule && !option.label.includes(option.rule)) return `rule: ${option.rule}`;
@@ -101,7 +103,9 @@ function placeholder(request: PermissionRequestParams): string {
 function pick(request: PermissionRequestParams, signal: AbortSignal, diffs: DiffDocuments): Promise<Choice | undefined> {
   return new Promise((resolve) => {
     const quickPick = vscode.window.createQuickPick<Choice>();
-    quickPick.title = request.preview?.kind === "plan" ? "Heddle has a plan: approve it?" : `Heddle wants to use ${request.tool}`;
+    // The repeat guard's question (`loop`) is about the turn, not about running the call.
+    quickPick.title = request.loop ? "Heddle is repeating itself"
+      : request.preview?.kind === "plan" ? "Heddle has a plan: approve it?" : `Heddle wants to use ${request.tool}`;
     quickPick.placeholder = placeholder(request);
     quickPick.items = choices(request);
     quickPick.ignoreFocusOut = true;

@@ -27,6 +27,7 @@ class Names(Recorder):
         return await super().request_permission(session_id, tool_call, options, **kw)
 
 
+@pytest.mark.timeout(120)  # a cold agent start and a turn (each 15 s and more under load)
 async def test_permission_titles_and_option_names_are_escaped(scripted, daemon_env, workspace):
     scripted.add_scenario("s", {"steps": [
         {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": HOSTILE}}]},

@@ -308,7 +308,8 @@ class ScriptedServer:
         if scenario is None:
             return await reject(404, f"model: {name}", name, None, body)
         model = scenario.model
-        error = model.output_error(body["max_tokens"], betas) if model and not counting else None
+        error = (model.output_error(body["max_tokens"], betas) if model and not counting
+                 else None) or (model.thinking_error(body) if model else None)
         if error is not None:
             return await reject(400, error, name, None, body)
         checked = _check(name, body, betas)

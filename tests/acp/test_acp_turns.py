@@ -188,3 +188,20 @@ async def test_plan_from_todowrite_and_usage(scripted, daemon_env, workspace):
         ("Read the code", "completed"), ("Fix greet", "in_progress")]
     usage = client.of("usage_update")
     assert usage and usage[-1]["size"] == 200000 and usage[-1]["used"] > 0
+
+
+async def test_a_thinking_model_thinks_by_default_and_its_thinking_is_a_thought(
+        scripted, daemon_env, workspace):
+    model = "claude-opus-4-7"
+    scripted.add_scenario(model, {"apiModel": model, "steps": [{"content": [
+        {"type": "thinking", "thinking": "A greeting.", "signature": "s1"},
+        {"type": "text", "text": "Hello."}]}]})
+    client = Recorder()
+    async with agent({**daemon_env, "HEDDLE_MODEL": model}, workspace, client) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id,
+                                                    prompt=[text_block("hi")]), 30)
+    assert result.stop_reason == "end_turn"
+    assert client.text("agent_thought_chunk") == "A greeting."
+    assert client.text() == "Hello."
+    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive"}

@@ -139,3 +139,14 @@ def test_thinking_goes_to_its_own_stream_dimmed_and_the_answer_is_not_mixed_with
     renderer.end_line()
     assert plain.getvalue() == "✻ thinking\nhm\n"
     assert lines_of([{"kind": "thinkingDelta", "text": "hm"}]) == []
+
+
+def test_on_one_terminal_thinking_starts_on_a_line_of_its_own():
+    screen = io.StringIO()  # stdout and stderr both the terminal
+    renderer = Renderer(screen, color=False, thoughts=screen)
+    for ev in ({"kind": "textDelta", "text": "Let me see"},
+               {"kind": "thinkingDelta", "text": "hm"},
+               {"kind": "textDelta", "text": "Yes."}):
+        renderer.event({"event": ev})
+    renderer.end_line()
+    assert screen.getvalue() == "Let me see\n✻ thinking\nhm\nYes.\n"

@@ -135,3 +135,18 @@ async def test_a_compaction_summary_thinks_as_the_session_does(client, scripted,
     assert compacted["summary"] == "Goal: explain app.py."
     session_calls, summarising = sent(scripted, BUDGET)[:2], sent(scripted, BUDGET)[2]
     assert summarising == session_calls[0]  # the same thinking: the cached prefix still holds
+
+
+async def test_a_sub_agent_thinks_as_its_session_does(client, scripted, workspace):
+    task = {"content": [{"type": "thinking", "thinking": "Delegate.", "signature": "s1"},
+                        {"type": "tool_use", "name": "Task", "input": {
+                            "description": "look", "prompt": "Say what app.py does."}}]}
+    report = {"content": [{"type": "thinking", "thinking": "Easy.", "signature": "s2"},
+                          {"type": "text", "text": "It greets."}]}
+    scripted.add_scenario(ADAPTIVE, {"apiModel": ADAPTIVE, "steps": [task, report, DONE]})
+    sid = await new_session(client, workspace, ADAPTIVE, permissionMode="bypassPermissions")
+    assert (await turn(client, sid))["reason"] == "completed"
+    requests = scripted.requests_for(ADAPTIVE)
+    assert [r.status for r in requests] == [200] * 3
+    assert "sub-agent" in requests[1].body["system"][0]["text"]
+    assert sent(scripted, ADAPTIVE) == [({"type": "adaptive"}, None, 8192 + 16_000)] * 3

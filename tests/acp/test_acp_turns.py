@@ -204,4 +204,5 @@ async def test_a_thinking_model_thinks_by_default_and_its_thinking_is_a_thought(
     assert result.stop_reason == "end_turn"
     assert client.text("agent_thought_chunk") == "A greeting."
     assert client.text() == "Hello."
-    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive"}
+    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive",
+                                                                   "display": "summarized"}

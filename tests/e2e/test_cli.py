@@ -562,4 +562,5 @@ def test_ask_shows_the_thinking_on_stderr_and_only_the_answer_on_stdout(daemon_e
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Hello!\n"
     assert "✻ thinking\nThe user says hi.\n" in result.stderr  # no terminal: not dimmed
-    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive"}
+    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive",
+                                                                   "display": "summarized"}

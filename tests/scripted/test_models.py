@@ -115,3 +115,16 @@ async def test_thinking_the_model_takes_is_answered(server: ScriptedServer, clie
     server.add_scenario("s", _scenario(model))
     reply = await _create(client, model="s", max_tokens=2000, messages=user("hi"), **params)
     assert reply.content[0].text == "ok"
+
+
+async def test_opus_4_7_sends_its_thinking_only_when_asked_for_it_summarised(
+        server: ScriptedServer, client):
+    server.add_scenario("s", {"apiModel": "claude-opus-4-7", "repeat": True, "steps": [
+        {"content": [{"type": "thinking", "thinking": "Hmm.", "signature": "sig"},
+                     {"type": "text", "text": "ok"}]}]})
+    hidden = await _create(client, model="s", max_tokens=2000, messages=user("hi"),
+                           thinking={"type": "adaptive"})
+    shown = await _create(client, model="s", max_tokens=2000, messages=user("hi"),
+                          thinking={"type": "adaptive", "display": "summarized"})
+    assert (hidden.content[0].thinking, hidden.content[0].signature) == ("", "sig")
+    assert shown.content[0].thinking == "Hmm."

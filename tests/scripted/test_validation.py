@@ -120,6 +120,8 @@ async def test_with_thinking_a_tool_loop_hands_back_its_thinking(server: Scripte
     ({"thinking": {"type": "adaptive"}, "tool_choice": {"type": "any"},
       "tools": [{"name": "Read", "input_schema": {"type": "object"}}]},
      "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"thinking": {"type": "adaptive", "display": "loud"}},
+     "thinking.adaptive.display: Input should be 'summarized' or 'omitted'"),
     ({"output_config": {"effort": "huge"}},
      "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"),
 ])

@@ -18,7 +18,7 @@ OFF = ThinkingChoice(0)
 
 def test_auto_thinks_in_the_form_the_model_takes():
     assert call_thinking(AUTO, ADAPTIVE_ONLY, 8192, 128_000) == CallThinking(
-        AdaptiveThinking(), None, 8192 + AUTO_BUDGET)
+        AdaptiveThinking("summarized"), None, 8192 + AUTO_BUDGET)  # it would hide it
     assert call_thinking(AUTO, BOTH, 8192, 128_000).thinking == AdaptiveThinking()
     assert call_thinking(AUTO, BUDGET_ONLY, 8192, 64_000) == CallThinking(
         BudgetThinking(AUTO_BUDGET), None, 8192 + AUTO_BUDGET)
@@ -40,7 +40,7 @@ def test_a_chosen_budget_is_a_budget_where_the_model_takes_one_else_adaptive_roo
     assert call_thinking(chosen, BOTH, 8192, 64_000).thinking == BudgetThinking(4096)
     assert call_thinking(chosen, None, 8192, 32_000).thinking == BudgetThinking(4096)
     assert call_thinking(chosen, ADAPTIVE_ONLY, 8192, 128_000) == CallThinking(
-        AdaptiveThinking(), None, 8192 + 4096)
+        AdaptiveThinking("summarized"), None, 8192 + 4096)
     assert call_thinking(chosen, NO_THINKING, 8192, 8192).thinking is None
 
 

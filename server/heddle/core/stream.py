@@ -23,10 +23,18 @@ class ThinkingSupport(msgspec.Struct, frozen=True):
     """It takes `{"type": "enabled", "budget_tokens": N}`."""
     efforts: tuple[str, ...] = ()
     """The `output_config.effort` levels it takes, lowest first; empty: none."""
+    hides_thinking: bool = False
+    """Its thinking comes back empty (only signed) unless `display: "summarized"` is asked
+    for."""
 
 
-class AdaptiveThinking(msgspec.Struct, frozen=True, tag_field="type", tag="adaptive"):
+class AdaptiveThinking(msgspec.Struct, frozen=True, tag_field="type", tag="adaptive",
+                       omit_defaults=True):
     """The model decides when and how much to think."""
+
+    display: str | None = None
+    """`summarized`: its thinking is sent, summarised, where the model would send none by
+    default; None: the model's default."""
 
 
 class BudgetThinking(msgspec.Struct, frozen=True, tag_field="type", tag="enabled"):

@@ -9,7 +9,8 @@ answer size.
 
 A model that takes both forms (the 4.6 models) is an adaptive one, except that a budget the
 user chose is sent as a budget. A model the table says does not think gets none, whatever the
-choice. The thinking counts against `max_tokens`, so the call asks for the answer's tokens
+choice. A model that would send its thinking empty is asked for it summarised, for the
+editors to show. The thinking counts against `max_tokens`, so the call asks for the answer's tokens
 plus the thinking's (up to the model's output limit), and a budget always stays below it.
 """
 
@@ -54,7 +55,8 @@ def call_thinking(choice: ThinkingChoice, support: ThinkingSupport | None, answe
         return CallThinking(None, effort, answer)
     max_tokens = min(answer + room, cap)
     if form == "adaptive":
-        return CallThinking(AdaptiveThinking(), effort, max_tokens)
+        shown = "summarized" if support is not None and support.hides_thinking else None
+        return CallThinking(AdaptiveThinking(shown), effort, max_tokens)
     # the answer keeps at least half of what the call may write, so an answer already at the
     # model's limit (after an escalation) still thinks, with less
     budget = min(room, max_tokens - min(answer, max_tokens // 2))

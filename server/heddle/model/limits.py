@@ -27,7 +27,9 @@ take both (the budget form is deprecated there); Opus 4.5, Sonnet 4.5, Haiku 4.5
 earlier 4.x and 3.7 models take only a budget (`{"type": "adaptive"}` is a 400); the Haiku 3.x
 models do not think. `output_config.effort` is taken by the 4.6 models (low, medium, high,
 max) and Opus 4.7 and later (xhigh too); Opus 4.5 took it only under a beta header, which
-Heddle does not send, so its effort is left to the model.
+Heddle does not send, so its effort is left to the model. Opus 4.7 and later send their
+thinking empty (signed only) unless the request asks for `display: "summarized"`
+(.../about-claude/models/whats-new-claude-4-7), which Heddle does, so that editors show it.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ that is the lowest of the 4.x Claude models."""
 
 _EFFORTS_4_6 = ("low", "medium", "high", "max")
 _EFFORTS_4_7 = ("low", "medium", "high", "xhigh", "max")
-ADAPTIVE_ONLY = ThinkingSupport(adaptive=True, efforts=_EFFORTS_4_7)
+ADAPTIVE_ONLY = ThinkingSupport(adaptive=True, efforts=_EFFORTS_4_7, hides_thinking=True)
 BOTH = ThinkingSupport(adaptive=True, budget=True, efforts=_EFFORTS_4_6)
 BUDGET_ONLY = ThinkingSupport(budget=True)
 NO_THINKING = ThinkingSupport()

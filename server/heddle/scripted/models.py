@@ -15,7 +15,8 @@ defaults, and rejected configurations by model": `adaptive` only, `enabled` only
 the error of the wrong one "starts with \"thinking.type.enabled\" is not supported"),
 .../build-with-claude/effort (the levels: low, medium, high and max from the 4.6 models, xhigh
 from Opus 4.7), .../models/<model>/overview (output limits) and the prompt caching page
-(minimums: 4096 for Opus 4.5 and 4.6, 2048 for Opus 4.7).
+(minimums: 4096 for Opus 4.5 and 4.6, 2048 for Opus 4.7); .../whats-new-claude-4-7 (its
+thinking is omitted, sent empty, unless `display: "summarized"` asks for it).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class ApiModel:
     thinking: str = "enabled"
     # The `output_config.effort` levels it takes; empty: the parameter is refused.
     efforts: tuple[str, ...] = ()
+    # Its thinking is sent empty (signed only) unless the request asks for
+    # `thinking.display: "summarized"` (Opus 4.7: "omitted" by default).
+    omits_thinking: bool = False
 
     def window(self, betas: frozenset[str]) -> int:
         return 1_000_000 if self.long_context and LONG_CONTEXT_BETA in betas else self.context_window
@@ -87,7 +91,7 @@ _EFFORTS_4_7 = ("low", "medium", "high", "xhigh", "max")
 
 API_MODELS: tuple[ApiModel, ...] = (
     ApiModel("claude-opus-4-7", (), 200_000, 128_000, 2048, long_context=True,
-             thinking="adaptive", efforts=_EFFORTS_4_7),
+             thinking="adaptive", efforts=_EFFORTS_4_7, omits_thinking=True),
     ApiModel("claude-opus-4-6", (), 200_000, 128_000, 4096, long_context=True,
              thinking="both", efforts=_EFFORTS_4_6),
     ApiModel("claude-opus-4-5-20251101", ("claude-opus-4-5",), 200_000, 64_000, 4096),

@@ -123,6 +123,9 @@ def _check_thinking(body: dict[str, Any], max_tokens: int) -> str | None:
     for key in thinking:
         if key not in allowed:
             return f"thinking.{kind}.{key}: Extra inputs are not permitted"
+    display = thinking.get("display")
+    if display is not None and display not in ("summarized", "omitted"):
+        return f"thinking.{kind}.display: Input should be 'summarized' or 'omitted'"
     if kind == "disabled":
         return None
     if kind == "enabled":

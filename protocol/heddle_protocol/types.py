@@ -29,6 +29,8 @@ TerminalReason = Literal[
 """Why a turn ended; `protocol/README.md` documents each."""
 
 CancelPhase = Literal["streaming", "tools"]
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+"""The Messages API's `output_config.effort` levels, lowest first."""
 
 
 # --- initialize -------------------------------------------------------------------------------
@@ -76,8 +78,15 @@ class SessionNewParams(Wire):
     fallback_model: str | None = None
     """Model to switch to when this one stays overloaded (no other error switches models).
     Omitted: `HEDDLE_FALLBACK_MODEL`, else the settings' `fallback_model`, else no fallback."""
-    thinking_budget: int | None = None
-    """Extended thinking budget in tokens. Omitted: thinking off."""
+    thinking_budget: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Thinking: 0 turns it off; a number (at least 1024) is a budget in tokens, sent as
+    `budget_tokens` to the models that take one and as the room left for adaptive thinking
+    to those that take only that. Omitted: the settings' `thinking`, else auto (on for the
+    models that think: adaptive where the model takes it, else a budget of 16,000 tokens)."""
+    effort: Effort | None = None
+    """`output_config.effort` of the session's model calls, for the models that take it (a
+    level a model does not take becomes the highest below it that it does). Omitted: the
+    settings' `effort`, else the model's default."""
     summary_model: str | None = None
     """Cheap model that labels each tool batch with a one-line `toolSummary` event. Omitted:
     `HEDDLE_SUMMARY_MODEL`, else off."""

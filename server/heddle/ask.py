@@ -35,7 +35,8 @@ command killed by SIGPIPE reports."""
 
 DESCRIPTION = """\
 Ask the agent from the terminal: starts the daemon, runs one turn on the workspace and streams
-it here (the answer on stdout, the rest on stderr). The session is kept: -c continues the
+it here (the answer and the tools on stdout; the model's thinking, dimmed, and the rest on
+stderr). The session is kept: -c continues the
 workspace's latest, -s a given one (`heddle sessions` lists them).
 """
 EPILOG = """\
@@ -168,7 +169,8 @@ async def _with_daemon(args: argparse.Namespace, out: Stdout, daemon: spawn.Daem
                        ctrl_c: CtrlC) -> int:
     """Run the turn and stop the daemon, unless a Ctrl-C says to quit first."""
     renderer = Renderer(out, color=out.isatty() and "NO_COLOR" not in os.environ,
-                        live=out.isatty())
+                        live=out.isatty(), thoughts=sys.stderr,
+                        dim_thoughts=sys.stderr.isatty() and "NO_COLOR" not in os.environ)
     talk = asyncio.ensure_future(_talk(args, daemon, renderer, ctrl_c, out))
     quit_ = asyncio.ensure_future(ctrl_c.quit.wait())
     try:

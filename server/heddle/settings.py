@@ -86,6 +86,10 @@ class ModelLimitSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     max_output_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """The highest `max_tokens` the endpoint accepts; omitted: the table's (32,000 for a
     model it does not know)."""
+    thinking: Literal["adaptive", "both", "budget", "none"] | None = None
+    """The forms of `thinking` it takes: `{"type": "adaptive"}`, a `budget_tokens` one, both,
+    or none; omitted: the table's (for a model it does not know: only a budget the settings
+    or the session set)."""
 
 
 class McpServerSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -186,9 +190,18 @@ class LoopSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     goes on (omitted: 4; 0: never; 1 is refused)."""
 
 
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+ThinkingSetting = Literal["auto", "off"] | Annotated[int, msgspec.Meta(ge=1024)]
+
+
 class Settings(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     model: str | None = None
     fallback_model: str | None = None
+    thinking: ThinkingSetting | None = None
+    """`auto` (omitted too): on for the models that think, adaptive where the model takes it,
+    else a budget of 16,000 tokens; `off`; or a budget in tokens (at least 1024)."""
+    effort: Effort | None = None
+    """`output_config.effort` for the models that take it; omitted: the model's default."""
     models: dict[str, ModelLimitSettings] = {}
     """Per model id prefix; the longest matching key applies."""
     permissions: PermissionSettings = PermissionSettings()
@@ -416,6 +429,8 @@ def merge(user: Settings, project: Settings) -> Settings:
     return Settings(
         model=project.model or user.model,
         fallback_model=project.fallback_model or user.fallback_model,
+        thinking=user.thinking if project.thinking is None else project.thinking,
+        effort=project.effort or user.effort,
         models={**user.models, **project.models},
         permissions=PermissionSettings(mode=pp.mode or up.mode, allow=up.allow + pp.allow,
                                        deny=up.deny + pp.deny, ask=up.ask + pp.ask),
@@ -455,11 +470,12 @@ def widening(project: Settings, user: Settings) -> list[str]:
 
 
 def narrowed(project: Settings, user: Settings) -> Settings:
-    """Only what cannot widen permissions: the models and their limits, the cache and editor
-    settings, deny and ask rules, a stricter mode (no MCP servers: they are programs of the
-    workspace's)."""
+    """Only what cannot widen permissions: the models, their limits and thinking, the cache
+    and editor settings, deny and ask rules, a stricter mode (no MCP servers: they are programs
+    of the workspace's)."""
     p = project.permissions
     return Settings(model=project.model, fallback_model=project.fallback_model,
+                    thinking=project.thinking, effort=project.effort,
                     cache=project.cache, models=project.models, editor=project.editor,
                     loop=project.loop,
                     permissions=PermissionSettings(mode=None if _widens_mode(p.mode, user)

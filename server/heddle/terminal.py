@@ -140,10 +140,16 @@ class TerminalLines:
 class Renderer:
     """Prints a turn's events to a terminal: text as it streams, tools on their own lines."""
 
-    def __init__(self, out: TextIO, color: bool, live: bool = False):
+    def __init__(self, out: TextIO, color: bool, live: bool = False,
+                 thoughts: TextIO | None = None, dim_thoughts: bool = False):
         self.out = out
         self.color = color
         self.live = live
+        self.thoughts = thoughts
+        """Where the model's thinking goes (stderr: it is not the answer); None: nowhere."""
+        self.dim_thoughts = dim_thoughts
+        self.thinking = False
+        """Thinking is being written to `thoughts`, on a line not yet ended."""
         """A terminal: a running command's newest lines are redrawn in place, then folded
         away. Otherwise each line of output is printed once, as it completes."""
         self.at_line_start = True
@@ -219,8 +225,32 @@ class Renderer:
         elif rest is not None:
             self._line(self._c("2", f"  │ {rest}"), call)
 
+    def _think(self, text: str) -> None:
+        """Streamed thinking, dimmed, after a `✻ thinking` line; on its own stream, so the
+        answer's line is ended first (both may be the same terminal)."""
+        if self.thoughts is None:
+            return
+        self._end_answer_line()
+        dim = (lambda s: f"\x1b[2m{s}\x1b[0m") if self.dim_thoughts else (lambda s: s)
+        if not self.thinking:
+            self.thoughts.write(dim("✻ thinking") + "\n")
+            self.thinking = True
+        self.thoughts.write(dim(clean(text)))
+        self.thoughts.flush()
+        self.drawn, self.drawn_for, self.last_call = 0, None, None  # live output stays above
+
+    def _end_thought(self) -> None:
+        if self.thinking:
+            self.thinking = False
+            self.thoughts.write("\n")
+            self.thoughts.flush()
+
     def end_line(self) -> None:
         """Finish the line being written, if any."""
+        self._end_thought()
+        self._end_answer_line()
+
+    def _end_answer_line(self) -> None:
         if not self.at_line_start:
             self.out.write("\n")
             self.out.flush()
@@ -229,6 +259,10 @@ class Renderer:
     def event(self, params: dict[str, Any]) -> None:
         ev = params.get("event", {})
         kind = ev.get("kind")
+        if kind == "thinkingDelta":
+            self._think(str(ev.get("text", "")))
+            return
+        self._end_thought()
         if kind == "textDelta":
             text = clean(ev["text"])
             self.out.write(text)

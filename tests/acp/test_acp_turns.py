@@ -222,3 +222,21 @@ async def test_a_plan_is_a_permission_request_and_its_approval_a_mode_update(
     assert (workspace / "new.txt").read_text() == "x\n"
     first_result = scripted.requests_for("planned")[1].body["messages"][-1]["content"][0]
     assert first_result["is_error"] and "did not approve the plan" in first_result["content"]
+
+
+async def test_a_thinking_model_thinks_by_default_and_its_thinking_is_a_thought(
+        scripted, daemon_env, workspace):
+    model = "claude-opus-4-7"
+    scripted.add_scenario(model, {"apiModel": model, "steps": [{"content": [
+        {"type": "thinking", "thinking": "A greeting.", "signature": "s1"},
+        {"type": "text", "text": "Hello."}]}]})
+    client = Recorder()
+    async with agent({**daemon_env, "HEDDLE_MODEL": model}, workspace, client) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        result = await asyncio.wait_for(conn.prompt(session_id=session.session_id,
+                                                    prompt=[text_block("hi")]), 30)
+    assert result.stop_reason == "end_turn"
+    assert client.text("agent_thought_chunk") == "A greeting."
+    assert client.text() == "Hello."
+    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive",
+                                                                   "display": "summarized"}

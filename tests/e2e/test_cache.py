@@ -108,21 +108,28 @@ async def test_every_call_reads_the_previous_calls_prompt(client, scripted: Scri
     assert client.turn_events("turnEnded")[-1]["usage"] == second["usage"]
 
 
+@pytest.mark.parametrize("name, api_model, options", [
+    ("t", None, {"thinkingBudget": 2048}),
+    # thinking on by default, as each model takes it: a budget, adaptive
+    ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5", {}),
+    ("claude-opus-4-7", "claude-opus-4-7", {})])
 async def test_a_new_turn_after_thinking_reads_up_to_the_stripped_thinking(
-        client, scripted: ScriptedServer, workspace):
+        client, scripted: ScriptedServer, workspace, name, api_model, options):
     thought = {"content": [{"type": "thinking", "thinking": "All read.", "signature": "s2"},
                            {"type": "text", "text": "Done."}]}
     read_big = {"content": [{"type": "thinking", "thinking": "Now big.txt.", "signature": "s3"},
                             *READ_BIG["content"]]}  # thinking is on: every reply starts with it
-    scripted.add_scenario("t", {"steps": [parallel_reads(25, thinking=True), thought,
-                                          read_big, DONE]})
+    scripted.add_scenario(name, {"steps": [parallel_reads(25, thinking=True), thought,
+                                           read_big, DONE],
+                                 **({"apiModel": api_model} if api_model else {})})
     big_file(workspace)
-    sid = await new_session(client, workspace, "t", permissionMode="bypassPermissions",
-                            thinkingBudget=2048)
+    sid = await new_session(client, workspace, name, permissionMode="bypassPermissions",
+                            **options)
     await client.call("turn/start", {"sessionId": sid, "prompt": "Read app.py " * 200})
     await client.call("turn/start", {"sessionId": sid, "prompt": "And big.txt"})
-    requests = scripted.requests_for("t")
+    requests = scripted.requests_for(name)
     assert [r.status for r in requests] == [200] * 4
+    assert len({str(r.body["thinking"]) for r in requests}) == 1  # the same in every call
     assert breaks(requests[:2]) == []  # the thinking of the running turn stays in the prefix
     # The API strips the first turn's thinking: the prefix through the first prompt is what
     # still matches, and the new turn reads it rather than only tools + system

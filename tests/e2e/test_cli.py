@@ -550,3 +550,17 @@ def test_ask_with_a_base_url_needs_no_api_key(daemon_env, scripted, workspace):
         result = heddle(["ask", "-w", str(workspace), "-m", "chat", "hello"], env)
         assert result.returncode == 0, result.stderr
         assert "Hi." in result.stdout
+
+
+def test_ask_shows_the_thinking_on_stderr_and_only_the_answer_on_stdout(daemon_env, scripted,
+                                                                        workspace):
+    model = "claude-opus-4-7"  # thinks by default
+    scripted.add_scenario(model, {"apiModel": model, "steps": [{"content": [
+        {"type": "thinking", "thinking": "The user says hi.", "signature": "s1"},
+        {"type": "text", "text": "Hello!"}]}]})
+    result = heddle(["ask", "-w", str(workspace), "-m", model, "hi"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello!\n"
+    assert "✻ thinking\nThe user says hi.\n" in result.stderr  # no terminal: not dimmed
+    assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive",
+                                                                   "display": "summarized"}

@@ -16,7 +16,8 @@ async def turn(client, sid):
 async def test_escalation_on_a_32k_model_asks_for_exactly_32000(client, scripted, workspace):
     scripted.add_scenario("claude-opus-4-1-20250805",
                           {"apiModel": "claude-opus-4-1", "steps": [CUT], "repeat": True})
-    sid = await new_session(client, workspace, "claude-opus-4-1-20250805")
+    # thinking off: the answer alone (test_thinking.py escalates with thinking on)
+    sid = await new_session(client, workspace, "claude-opus-4-1-20250805", thinkingBudget=0)
     result = await turn(client, sid)
     requests = scripted.requests_for("claude-opus-4-1-20250805")
     assert [r.body["max_tokens"] for r in requests] == [8192, 32000, 32000, 32000, 32000]

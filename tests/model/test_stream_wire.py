@@ -18,6 +18,7 @@ from heddle.core.messages import Message, TextBlock, ThinkingBlock, ToolResultBl
 from heddle.core.messages import user_text
 from heddle.model.anthropic_client import AnthropicModel
 from tests.model import clients
+from heddle.core.stream import AdaptiveThinking, BudgetThinking
 from heddle.core.stream import (BlockDone, BlockStarted, ModelError, ModelRequest, Restart,
                                 StreamEnd,
                                 TextChunk, ThinkingChunk)
@@ -219,7 +220,7 @@ async def test_the_request_the_endpoint_receives(scripted):
                                       ToolUseBlock("toolu_1", "Read", {"path": "a.py"}))),
                 Message("user", (ToolResultBlock("toolu_1", "print(1) — ✓"),)))
     request = ModelRequest("s", "be brief", messages, tools, max_tokens=2000,
-                           thinking_budget=1024)
+                           thinking=BudgetThinking(1024))
     await collect(model(scripted.url), request)
     [sent] = scripted.requests_for("s")
     assert sent.body == {
@@ -246,6 +247,16 @@ async def test_the_request_the_endpoint_receives(scripted):
     assert {k: v for k, v in sent.headers.items() if k not in skip} == {
         k: v for k, v in direct.headers.items() if k not in skip}
     assert sent.headers["content-type"] == "application/json"
+
+
+async def test_adaptive_thinking_and_effort_are_sent_as_the_api_names_them(scripted):
+    scripted.add_scenario("s", {"steps": [{"content": [{"type": "text", "text": "ok"}]}]})
+    request = ModelRequest("s", "", (user_text("hi"),), max_tokens=3000,
+                           thinking=AdaptiveThinking(), effort="low")
+    await collect(model(scripted.url), request)
+    [sent] = scripted.requests_for("s")
+    assert sent.body["thinking"] == {"type": "adaptive"}
+    assert sent.body["output_config"] == {"effort": "low"}
 
 
 async def test_cancelling_mid_stream_closes_the_response():

@@ -229,3 +229,40 @@ def test_prompts_sent_while_a_turn_runs_are_queued_or_steer_it(
     assert after[steered:steered + 3] == ["## stop, summarise instead", "", "Steered."]
     assert cancelled < steered
     assert user_texts(scripted.requests_for("busy")[-1])[-1].startswith("stop, summarise instead")
+
+
+def test_thinking_shows_dimmed_under_a_line_of_its_own_its_tail_until_tab(
+        editor, scripted: ScriptedServer, workspace: Path) -> None:
+    (workspace / "app.py").write_text("print('hello')\n")
+    model = "claude-sonnet-4-5-20250929"  # a model that thinks: thinking is on by default
+    thought = "Line one\nLine two\nLine three\nLine four"
+    scripted.add_scenario(model, {"apiModel": model, "steps": [
+        {"content": [{"type": "thinking", "thinking": thought, "signature": "s1"},
+                     {"type": "tool_use", "name": "Read", "input": {"path": "app.py"}}]},
+        {"content": [{"type": "thinking", "thinking": "Done thinking.", "signature": "s2"},
+                     {"type": "text", "text": "It greets."}]},
+    ]})
+    editor.setup(model=model, permission_mode="bypassPermissions")
+    editor.cmd("AgentRun what does app.py do")
+    assert editor.wait_idle()["last"]["reason"] == "completed"
+    assert scripted.requests_for(model)[0].body["thinking"]["type"] == "enabled"
+    lines = editor.transcript()
+    first = lines.index("- ✻ thinking")
+    assert lines[first:first + 4] == ["- ✻ thinking",
+                                      "  │ ⋯ 2 earlier lines (<Tab> shows them)",
+                                      "  │ Line three", "  │ Line four"]
+    assert lines[first + 4].startswith("- ✓ Read app.py")
+    # the thinking after the tool call has a line of its own, and the answer follows it
+    assert lines[first + 5:first + 9] == ["- ✻ thinking", "  │ Done thinking.", "",
+                                          "It greets."]
+    highlights = editor.lua(HIGHLIGHTS)
+    assert ["- ✻ thinking", "HeddleThinking"] in highlights
+    assert ["  │ Line four", "HeddleOutput"] in highlights  # dimmed, as command output
+    # <Tab> on it shows all of it, and again only its tail
+    editor.lua("local buf = require('heddle').status().buf; local win = vim.fn.win_findbuf(buf)[1]"
+               "; vim.api.nvim_set_current_win(win); vim.api.nvim_win_set_cursor(win, {..., 0})",
+               first + 1)
+    feed(editor, "<Tab>")
+    assert "  │ Line one" in editor.transcript()
+    feed(editor, "<Tab>")
+    assert "  │ Line one" not in editor.transcript()

@@ -76,3 +76,55 @@ async def test_the_context_window_comes_from_the_model(server: ScriptedServer, c
 def test_an_unknown_api_model_fails_when_the_scenario_loads():
     with pytest.raises(ScenarioError, match="apiModel 'claude-opus-9' is not a known model"):
         parse_scenario(_scenario("claude-opus-9"))
+
+
+# The docs' thinking table (thinking-troubleshooting, read 2026-12-02), written out here.
+@pytest.mark.parametrize(("model", "params", "message"), [
+    ("claude-opus-4-7", {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+     '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
+     "instead."),
+    ("claude-sonnet-4-5", {"thinking": {"type": "adaptive"}},
+     '"thinking.type.adaptive" is not supported for this model. Use "thinking.type.enabled" '
+     "instead."),
+    ("claude-3-5-haiku-latest", {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+     "claude-3-5-haiku-20241022 does not support thinking."),
+    ("claude-sonnet-4-5", {"output_config": {"effort": "low"}},
+     "output_config.effort: effort is not supported for claude-sonnet-4-5-20250929."),
+    ("claude-opus-4-6", {"output_config": {"effort": "xhigh"}},
+     "output_config.effort: 'xhigh' is not supported for claude-opus-4-6; it takes low, "
+     "medium, high, max."),
+])
+async def test_thinking_or_effort_the_model_does_not_take_is_refused(
+        server: ScriptedServer, client, model, params, message):
+    server.add_scenario("s", _scenario(model))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        await _create(client, model="s", max_tokens=2000, messages=user("hi"), **params)
+    assert caught.value.api_message == message
+    assert server.cursor("s") == 0 and server.requests[-1].step_index is None
+
+
+@pytest.mark.parametrize(("model", "params"), [
+    ("claude-opus-4-7", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "xhigh"}}),
+    ("claude-opus-4-6", {"thinking": {"type": "enabled", "budget_tokens": 1024}}),
+    ("claude-opus-4-6", {"thinking": {"type": "adaptive"}, "output_config": {"effort": "max"}}),
+    ("claude-sonnet-4-5", {"thinking": {"type": "enabled", "budget_tokens": 1024}}),
+    ("claude-3-haiku-20240307", {"thinking": {"type": "disabled"}}),
+])
+async def test_thinking_the_model_takes_is_answered(server: ScriptedServer, client, model,
+                                                    params):
+    server.add_scenario("s", _scenario(model))
+    reply = await _create(client, model="s", max_tokens=2000, messages=user("hi"), **params)
+    assert reply.content[0].text == "ok"
+
+
+async def test_opus_4_7_sends_its_thinking_only_when_asked_for_it_summarised(
+        server: ScriptedServer, client):
+    server.add_scenario("s", {"apiModel": "claude-opus-4-7", "repeat": True, "steps": [
+        {"content": [{"type": "thinking", "thinking": "Hmm.", "signature": "sig"},
+                     {"type": "text", "text": "ok"}]}]})
+    hidden = await _create(client, model="s", max_tokens=2000, messages=user("hi"),
+                           thinking={"type": "adaptive"})
+    shown = await _create(client, model="s", max_tokens=2000, messages=user("hi"),
+                          thinking={"type": "adaptive", "display": "summarized"})
+    assert (hidden.content[0].thinking, hidden.content[0].signature) == ("", "sig")
+    assert shown.content[0].thinking == "Hmm."

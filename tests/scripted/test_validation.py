@@ -102,12 +102,36 @@ async def test_with_thinking_a_tool_loop_hands_back_its_thinking(server: Scripte
     ({"tools": [{"name": "Read", "input_schema": {"type": "object"}},
                 {"name": "Read", "input_schema": {"type": "object"}}]},
      "tools: Tool names must be unique."),
+    ({"thinking": {"type": "enabled", "budget_tokens": 1000}, "max_tokens": 1500},
+     "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
+    ({"thinking": {"type": "adaptive", "budget_tokens": 2000}},
+     "thinking.adaptive.budget_tokens: Extra inputs are not permitted"),
+    ({"thinking": {"type": "sometimes"}},
+     "thinking: Input tag 'sometimes' found using 'type' does not match any of the expected "
+     "tags: 'adaptive', 'disabled', 'enabled'"),
+    ({"thinking": {"type": "adaptive"}, "temperature": 0.2},
+     "`temperature` may only be set to 1 when thinking is enabled or in interleaved thinking "
+     "mode."),
+    ({"thinking": {"type": "adaptive"}, "top_k": 5},
+     "`top_k` is not supported when thinking is enabled."),
+    ({"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2000,
+      "top_p": 0.5},
+     "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."),
+    ({"thinking": {"type": "adaptive"}, "tool_choice": {"type": "any"},
+      "tools": [{"name": "Read", "input_schema": {"type": "object"}}]},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"thinking": {"type": "adaptive", "display": "loud"}},
+     "thinking.adaptive.display: Input should be 'summarized' or 'omitted'"),
+    ({"output_config": {"effort": "huge"}},
+     "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"),
 ])
 async def test_invalid_parameters(server: ScriptedServer, client, params, message):
     server.add_scenario("s", {"steps": [text_step("ok")]})
     args = {"model": "s", "max_tokens": 100, "messages": user("hi"), **params}
-    if args["max_tokens"] is None:
-        del args["max_tokens"]
+    if args["max_tokens"] is None or {"temperature", "top_k", "top_p"} & set(args):
+        # (the SDK's `create` takes no sampling parameters any more)
+        if args["max_tokens"] is None:
+            del args["max_tokens"]
         call = client.post("/v1/messages", body=args, cast_to=object)
     else:
         call = client.messages.create(**args)

@@ -14,7 +14,7 @@ from heddle.permissions.store import add_rule, dump, remove_rule
 from heddle.permissions.trust import (TrustMismatch, review_project, rewrite_project,
                                       trust_project)
 from heddle.rules import Rule
-from heddle.model.limits import ModelLimits, model_limits
+from heddle.model.limits import BUDGET_ONLY, NO_THINKING, ModelLimits, model_limits
 from heddle.settings import (HookCommand, HookSettings, ModelLimitSettings, Settings,
                              load_settings, project_settings_path, user_settings_path)
 
@@ -336,7 +336,7 @@ context_window = 10
     assert "models.tiny.context_window: Expected `int` >= 1024" in text
     assert model_limits("local-7b", models) == ModelLimits(200_000, 2048)
     assert model_limits("qwen-coder", models) == ModelLimits(200_000, 4096)
-    assert model_limits("claude-opus-4-1-20250805") == ModelLimits(200_000, 32_000)
-    assert model_limits("claude-opus-4-5-20251101") == ModelLimits(200_000, 64_000)
-    assert model_limits("claude-3-5-haiku-latest") == ModelLimits(200_000, 8192)
+    assert model_limits("claude-opus-4-1-20250805") == ModelLimits(200_000, 32_000, BUDGET_ONLY)
+    assert model_limits("claude-opus-4-5-20251101") == ModelLimits(200_000, 64_000, BUDGET_ONLY)
+    assert model_limits("claude-3-5-haiku-latest") == ModelLimits(200_000, 8192, NO_THINKING)
     assert model_limits("someone-elses-model") == ModelLimits(200_000, 32_000)

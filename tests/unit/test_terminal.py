@@ -113,3 +113,40 @@ def test_counts_agree_with_their_nouns():
                       {"kind": "compaction", "layer": "snip", "tokensBefore": 9, "tokensAfter": 1}])
     assert "  │ [... 1 byte not shown ...]" in shown
     assert "  (context snip: 9 -> 1 token)" in shown
+
+
+def test_thinking_goes_to_its_own_stream_dimmed_and_the_answer_is_not_mixed_with_it():
+    out, thoughts = io.StringIO(), io.StringIO()
+    renderer = Renderer(out, color=True, thoughts=thoughts, dim_thoughts=True)
+    for ev in ({"kind": "textDelta", "text": "Let me see"},
+               {"kind": "thinkingDelta", "text": f"first {HOSTILE}"},
+               {"kind": "thinkingDelta", "text": " then"},
+               {"kind": "toolCallInput", "toolCallId": "c1", "title": "Read app.py"},
+               {"kind": "thinkingDelta", "text": "done"},
+               {"kind": "textDelta", "text": "It greets.\n"}):
+        renderer.event({"event": ev})
+    renderer.end_line()
+    assert out.getvalue() == "Let me see\n\x1b[1;36m● Read app.py\x1b[0m\nIt greets.\n"
+    shown = thoughts.getvalue()
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", OWN_STYLING.sub("", shown))
+    assert OWN_STYLING.sub("", shown) == (
+        f"✻ thinking\nfirst {clean(HOSTILE)} then\n✻ thinking\ndone\n")
+    assert shown.startswith("\x1b[2m✻ thinking\x1b[0m\n\x1b[2mfirst")  # dimmed
+    # not dimmed where the stream is no terminal; nowhere without one
+    plain = io.StringIO()
+    renderer = Renderer(io.StringIO(), color=False, thoughts=plain)
+    renderer.event({"event": {"kind": "thinkingDelta", "text": "hm"}})
+    renderer.end_line()
+    assert plain.getvalue() == "✻ thinking\nhm\n"
+    assert lines_of([{"kind": "thinkingDelta", "text": "hm"}]) == []
+
+
+def test_on_one_terminal_thinking_starts_on_a_line_of_its_own():
+    screen = io.StringIO()  # stdout and stderr both the terminal
+    renderer = Renderer(screen, color=False, thoughts=screen)
+    for ev in ({"kind": "textDelta", "text": "Let me see"},
+               {"kind": "thinkingDelta", "text": "hm"},
+               {"kind": "textDelta", "text": "Yes."}):
+        renderer.event({"event": ev})
+    renderer.end_line()
+    assert screen.getvalue() == "Let me see\n✻ thinking\nhm\nYes.\n"

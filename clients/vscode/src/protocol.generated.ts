@@ -332,6 +332,7 @@ export interface SessionNewParams {
   systemPrompt?: string | null;
   fallbackModel?: string | null;
   thinkingBudget?: number | null;
+  effort?: "high" | "low" | "max" | "medium" | "xhigh" | null;
   summaryModel?: string | null;
   compactModel?: string | null;
 }

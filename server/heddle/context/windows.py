@@ -1,5 +1,5 @@
-"""A model's context window and output limit, and the thresholds derived from them (the
-numbers of each model are in `heddle.model.limits`)."""
+"""A model's context window, output limit and thinking, and the thresholds derived from them
+(the numbers of each model are in `heddle.model.limits`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 
 import msgspec
+
+from heddle.core.stream import ThinkingSupport
 
 OUTPUT_RESERVE_CAP = 20_000
 AUTO_COMPACT_BUFFER = 13_000
@@ -17,6 +19,8 @@ BLOCKING_BUFFER = 3_000
 class Limits:
     window: int
     max_output: int
+    thinking: ThinkingSupport | None = None
+    """How the model thinks; None: not known."""
 
     @property
     def effective(self) -> int:

@@ -10,14 +10,53 @@ from heddle.core.events import ErrorInfo, Retry, Usage
 from heddle.core.messages import Block, Message
 
 
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+"""The Messages API's `output_config.effort` levels, lowest first."""
+
+
+class ThinkingSupport(msgspec.Struct, frozen=True):
+    """How a model thinks, in the forms the Messages API takes for it."""
+
+    adaptive: bool = False
+    """It takes `{"type": "adaptive"}` (the model decides how much to think)."""
+    budget: bool = False
+    """It takes `{"type": "enabled", "budget_tokens": N}`."""
+    efforts: tuple[str, ...] = ()
+    """The `output_config.effort` levels it takes, lowest first; empty: none."""
+    hides_thinking: bool = False
+    """Its thinking comes back empty (only signed) unless `display: "summarized"` is asked
+    for."""
+
+
+class AdaptiveThinking(msgspec.Struct, frozen=True, tag_field="type", tag="adaptive",
+                       omit_defaults=True):
+    """The model decides when and how much to think."""
+
+    display: str | None = None
+    """`summarized`: its thinking is sent, summarised, where the model would send none by
+    default; None: the model's default."""
+
+
+class BudgetThinking(msgspec.Struct, frozen=True, tag_field="type", tag="enabled"):
+    """Thinking of at most `budget_tokens` (at least 1024, below the call's `max_tokens`)."""
+
+    budget_tokens: int
+
+
+Thinking = Union[AdaptiveThinking, BudgetThinking]
+
+
 class ModelRequest(msgspec.Struct, frozen=True):
     model: str
     system: str
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 8192
-    thinking_budget: int | None = None
-    """Extended thinking budget in tokens; None: thinking off."""
+    thinking: Thinking | None = None
+    """The request's `thinking`; None: none is sent (the model's default: off, for every
+    model Heddle's table knows)."""
+    effort: str | None = None
+    """`output_config.effort`; None: none is sent (the model's default)."""
     cache_ttl: str | None = None
     """Prompt caching: `5m` or `1h` breakpoints (`heddle.model.caching` places them); None:
     no `cache_control` at all (for endpoints that reject it)."""

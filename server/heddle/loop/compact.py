@@ -26,6 +26,7 @@ from heddle.loop.deps import LoopDeps
 from heddle.loop.executor import Toolbox
 from heddle.loop.params import LoopConfig, LoopRuntime
 from heddle.loop.query import drive, query
+from heddle.loop.thinking import ThinkingChoice
 from heddle.permissions.policy import PermissionPolicy
 
 SUMMARY_SYSTEM = ("You write the working notes that let a coding agent continue a task after its "
@@ -51,8 +52,9 @@ class Prefix:
     system: str
     tools: tuple[dict, ...]
     cache_ttl: str | None
-    thinking_budget: int | None = None
-    """The thinking setting is part of what a cached prefix of the messages depends on."""
+    thinking: ThinkingChoice = ThinkingChoice()
+    """The session's: the thinking setting is part of what a cached prefix of the messages
+    depends on."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,7 @@ class ModelCompactor:
             # them; a model that calls one anyway is told it cannot, and gets a second call
             config = LoopConfig(system=p.system, model=model, source="compact", max_turns=2,
                                 max_tokens=self.max_tokens, cache_ttl=p.cache_ttl,
-                                limits_for=self.limits_for,
-                                thinking_budget=p.thinking_budget
-                                if (p.thinking_budget or 0) < self.max_tokens else None)
+                                limits_for=self.limits_for, thinking=p.thinking)
             tools = _OfferedOnly(p.tools)
         seams = LoopDeps(self.model, tools, PermissionPolicy(mode="plan"))
         async with anyio.create_task_group() as tg:

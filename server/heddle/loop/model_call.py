@@ -32,6 +32,7 @@ from heddle.loop.deps import ToolBatch
 from heddle.loop.ladder import max_tokens
 from heddle.loop.outcomes import Call, Onward, Query, Response
 from heddle.loop.state import LoopState
+from heddle.loop.thinking import call_thinking
 
 BROKE_OFF = "the model's response broke off and is being written again"
 
@@ -44,10 +45,7 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
         batch = q.deps.tools.batch(q.run.task_group, q.deps.permissions, state.repeats)
         response = Response()
         yield ModelCallStarted(index, model)
-        request = ModelRequest(model, q.config.system, messages, q.tool_schemas,
-                               max_tokens(q.config, state, q.output_cap(model)),
-                               q.config.thinking_budget, q.config.cache_ttl,
-                               server_clearing(messages, q.limits, q.config.pipeline))
+        request = _request(q, state, model, messages)
         index += 1
         try:
             async with aclosing(q.deps.model.stream(request)) as stream:
@@ -83,6 +81,16 @@ async def call_model(q: Query, now: Onward) -> AsyncIterator[CoreEvent | Onward]
             call = Call("ok", response, batch)
         yield Onward(called(state, model, messages, index, response.usage + failed), call)
         return
+
+
+def _request(q: Query, state: LoopState, model: str,
+             messages: tuple[Message, ...]) -> ModelRequest:
+    limits = q.limits_of(model)
+    thinking = call_thinking(q.config.thinking, limits.thinking,
+                             max_tokens(q.config, state, limits.max_output), limits.max_output)
+    return ModelRequest(model, q.config.system, messages, q.tool_schemas, thinking.max_tokens,
+                        thinking.thinking, thinking.effort, q.config.cache_ttl,
+                        server_clearing(messages, q.limits, q.config.pipeline))
 
 
 def called(state: LoopState, model: str, messages: tuple[Message, ...], calls: int,

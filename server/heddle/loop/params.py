@@ -13,6 +13,7 @@ from heddle.context.windows import Limits
 from heddle.core.events import CoreEvent
 from heddle.core.messages import Block
 from heddle.loop.repeats import RepeatLimits
+from heddle.loop.thinking import ThinkingChoice
 
 
 @dataclass(frozen=True)
@@ -25,14 +26,16 @@ class LoopConfig:
     """`editor`, `agent:<name>` for sub-agents, `compact` for compaction."""
     max_turns: int = 100
     max_tokens: int = 8192
-    """`max_tokens` of each call, or the model's maximum output where that is lower; an answer
-    cut off by it is asked again once with the model's maximum."""
+    """`max_tokens` of each call's answer, or the model's maximum output where that is lower;
+    an answer cut off by it is asked again once with the model's maximum. A call that thinks
+    asks for the thinking's room on top (`heddle.loop.thinking`)."""
     fallback_model: str | None = None
     token_budget: int | None = None
     """Keep working until this many output tokens (a `+500k` request); None: off."""
     task_budget: int | None = None
     """Hard cap on input+output tokens of the whole query; None: off."""
-    thinking_budget: int | None = None
+    thinking: ThinkingChoice = ThinkingChoice()
+    """Off unless the caller says otherwise (a session's turns: its choice, auto by default)."""
     summary_model: str | None = None
     """Cheap model that labels each tool batch in the background; None: off."""
     limits: Limits | None = None

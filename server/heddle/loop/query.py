@@ -51,7 +51,7 @@ async def query(messages: tuple[Message, ...], config: LoopConfig, deps: LoopDep
 def table_limits(model: str) -> Limits:
     """The built-in table's limits of `model`."""
     found = model_limits(model)
-    return Limits(found.context_window, found.max_output)
+    return Limits(found.context_window, found.max_output, found.thinking)
 
 
 async def _loop(q: Query, state: LoopState) -> AsyncIterator[CoreEvent]:

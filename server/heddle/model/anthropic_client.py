@@ -278,8 +278,10 @@ def request_body(request: ModelRequest) -> bytes:
         body["system"] = system
     if tools:
         body["tools"] = tools
-    if request.thinking_budget:
-        body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+    if request.thinking is not None:
+        body["thinking"] = request.thinking
+    if request.effort is not None:
+        body["output_config"] = {"effort": request.effort}
     if request.clear_tool_uses:
         body["context_management"] = {"edits": [{
             "type": "clear_tool_uses_20250919",

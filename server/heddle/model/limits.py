@@ -1,5 +1,5 @@
-"""The context window and the maximum output tokens of each model family: the one table the
-daemon uses, and how the settings override it.
+"""The context window, the maximum output tokens and the thinking of each model family: the
+one table the daemon uses, and how the settings override it.
 
 A model id matches the longest family prefix in the table (`claude-opus-4-1-20250805` is
 `claude-opus-4-1`; an unknown `claude-opus-4-9` falls back to `claude-opus-4`, whose limits
@@ -19,6 +19,17 @@ Sources, read 2026-12-01:
 Windows above 200K need a beta header Heddle does not send, so 200K is recorded for every
 family: a window set too large makes the endpoint refuse the prompt, one too small only
 compacts a little early.
+
+Thinking, read 2026-12-02 (platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting,
+"Thinking support, defaults, and rejected configurations by model", and .../effort): Opus 4.7
+and 4.8 take only adaptive thinking (`{"type": "enabled"}` is a 400); Opus 4.6 and Sonnet 4.6
+take both (the budget form is deprecated there); Opus 4.5, Sonnet 4.5, Haiku 4.5 and the
+earlier 4.x and 3.7 models take only a budget (`{"type": "adaptive"}` is a 400); the Haiku 3.x
+models do not think. `output_config.effort` is taken by the 4.6 models (low, medium, high,
+max) and Opus 4.7 and later (xhigh too); Opus 4.5 took it only under a beta header, which
+Heddle does not send, so its effort is left to the model. Opus 4.7 and later send their
+thinking empty (signed only) unless the request asks for `display: "summarized"`
+(.../about-claude/models/whats-new-claude-4-7), which Heddle does, so that editors show it.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from heddle.core.stream import ThinkingSupport
 from heddle.settings import ModelLimitSettings
 
 
@@ -34,27 +46,41 @@ class ModelLimits:
     context_window: int
     max_output: int
     """The highest `max_tokens` the endpoint accepts for this model."""
+    thinking: ThinkingSupport | None = None
+    """How it thinks; None: not known (a model the table does not know)."""
 
 
 UNKNOWN = ModelLimits(200_000, 32_000)
 """A model the table does not know: the window every Claude model has, and an output limit
 that is the lowest of the 4.x Claude models."""
 
+_EFFORTS_4_6 = ("low", "medium", "high", "max")
+_EFFORTS_4_7 = ("low", "medium", "high", "xhigh", "max")
+ADAPTIVE_ONLY = ThinkingSupport(adaptive=True, efforts=_EFFORTS_4_7, hides_thinking=True)
+BOTH = ThinkingSupport(adaptive=True, budget=True, efforts=_EFFORTS_4_6)
+BUDGET_ONLY = ThinkingSupport(budget=True)
+NO_THINKING = ThinkingSupport()
+
 FAMILIES: dict[str, ModelLimits] = {
-    "claude-opus-4-8": ModelLimits(200_000, 128_000),
-    "claude-opus-4-7": ModelLimits(200_000, 128_000),
-    "claude-opus-4-6": ModelLimits(200_000, 128_000),
-    "claude-opus-4-5": ModelLimits(200_000, 64_000),
-    "claude-opus-4-1": ModelLimits(200_000, 32_000),
-    "claude-opus-4": ModelLimits(200_000, 32_000),
-    "claude-sonnet-4-6": ModelLimits(200_000, 128_000),
-    "claude-sonnet-4-5": ModelLimits(200_000, 64_000),
-    "claude-sonnet-4": ModelLimits(200_000, 64_000),
-    "claude-haiku-4-5": ModelLimits(200_000, 64_000),
-    "claude-3-7-sonnet": ModelLimits(200_000, 64_000),
-    "claude-3-5-haiku": ModelLimits(200_000, 8_192),
-    "claude-3-haiku": ModelLimits(200_000, 4_096),
+    "claude-opus-4-8": ModelLimits(200_000, 128_000, ADAPTIVE_ONLY),
+    "claude-opus-4-7": ModelLimits(200_000, 128_000, ADAPTIVE_ONLY),
+    "claude-opus-4-6": ModelLimits(200_000, 128_000, BOTH),
+    "claude-opus-4-5": ModelLimits(200_000, 64_000, BUDGET_ONLY),
+    "claude-opus-4-1": ModelLimits(200_000, 32_000, BUDGET_ONLY),
+    "claude-opus-4": ModelLimits(200_000, 32_000, BUDGET_ONLY),
+    "claude-sonnet-4-6": ModelLimits(200_000, 128_000, BOTH),
+    "claude-sonnet-4-5": ModelLimits(200_000, 64_000, BUDGET_ONLY),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000, BUDGET_ONLY),
+    "claude-haiku-4-5": ModelLimits(200_000, 64_000, BUDGET_ONLY),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000, BUDGET_ONLY),
+    "claude-3-5-haiku": ModelLimits(200_000, 8_192, NO_THINKING),
+    "claude-3-haiku": ModelLimits(200_000, 4_096, NO_THINKING),
 }
+
+THINKING_KINDS: dict[str, ThinkingSupport] = {
+    "adaptive": ThinkingSupport(adaptive=True), "both": ThinkingSupport(adaptive=True, budget=True),
+    "budget": BUDGET_ONLY, "none": NO_THINKING}
+"""The settings' `[models."prefix"] thinking` values (the effort of such a model is left to it)."""
 
 
 def _longest_prefix(model: str, prefixes) -> str | None:
@@ -70,5 +96,7 @@ def model_limits(model: str, overrides: Mapping[str, ModelLimitSettings] | None 
     for key in sorted((k for k in overrides or {} if model.startswith(k)), key=len):
         given = overrides[key]
         limits = ModelLimits(given.context_window or limits.context_window,
-                             given.max_output_tokens or limits.max_output)
+                             given.max_output_tokens or limits.max_output,
+                             THINKING_KINDS[given.thinking] if given.thinking
+                             else limits.thinking)
     return limits

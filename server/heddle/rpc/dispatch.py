@@ -24,7 +24,8 @@ _SESSION_CODES = {"notFound": ErrorCode.SESSION_NOT_FOUND, "busy": ErrorCode.SES
                   "workspace": ErrorCode.INVALID_WORKSPACE,
                   "transcript": ErrorCode.TRANSCRIPT_UNREADABLE,
                   "inUse": ErrorCode.SESSION_IN_USE,
-                  "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS}
+                  "compact": ErrorCode.COMPACTION_FAILED, "prompt": ErrorCode.INVALID_PARAMS,
+                  "options": ErrorCode.INVALID_PARAMS}
 _HINTS = {"busy": "; cancel it, or send ifBusy interrupt or queue",
           "compacting": "; send the prompt once session/compact has answered"}
 """How to go on after `turn/start` was refused (other methods say so in their own message)."""

@@ -40,7 +40,8 @@ def register(server: Daemon) -> None:
         settings = settings_for(server, p.workspace)
         policy = PermissionPolicy.from_settings(settings, p.permission_mode)
         options = SessionOptions(fallback_model=p.fallback_model, thinking_budget=p.thinking_budget,
-                                 summary_model=p.summary_model, compact_model=p.compact_model)
+                                 summary_model=p.summary_model, compact_model=p.compact_model,
+                                 effort=p.effort)
         s = server.sessions.new(p.workspace, p.model or settings.settings.model
                                 or server.default_model, policy, p.system_prompt, options,
                                 server.defaults_for(settings),

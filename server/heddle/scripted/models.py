@@ -1,4 +1,5 @@
-"""The real Claude models a scenario can imitate: context window, output limit, cache minimum.
+"""The real Claude models a scenario can imitate: context window, output limit, cache minimum,
+and the thinking and effort they take.
 
 A scenario names one with `apiModel` (an id or an alias). The numbers come from Anthropic's
 docs as published on 2025-11-08 (docs.claude.com/en/docs/about-claude/models/overview for the
@@ -7,11 +8,21 @@ prompt length); docs/scripted-model.md lists them with their sources. The docs w
 limits as "64K"; the API's own error ("max_tokens: 128001 > 64000, which is the maximum allowed
 number of output tokens for claude-opus-4-5-20251101") shows K means 1000 for the 4.x models,
 while the Haiku 3.x limits are the powers of two 8192 and 4096.
+
+The thinking column, and the later models, as the docs were read on 2026-12-02:
+platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting ("Thinking support,
+defaults, and rejected configurations by model": `adaptive` only, `enabled` only, both, none;
+the error of the wrong one "starts with \"thinking.type.enabled\" is not supported"),
+.../build-with-claude/effort (the levels: low, medium, high and max from the 4.6 models, xhigh
+from Opus 4.7), .../models/<model>/overview (output limits) and the prompt caching page
+(minimums: 4096 for Opus 4.5 and 4.6, 2048 for Opus 4.7); .../whats-new-claude-4-7 (its
+thinking is omitted, sent empty, unless `display: "summarized"` asks for it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["API_MODELS", "DEFAULT_CACHE_MINIMUM", "ApiModel", "find_api_model"]
 
@@ -33,6 +44,13 @@ class ApiModel:
     long_context: bool = False
     # The beta header output-128k-2025-02-19 raises the output limit to 128000 (Sonnet 3.7).
     long_output: bool = False
+    # The forms of `thinking` it takes: "enabled" (a budget), "adaptive", "both" or "none".
+    thinking: str = "enabled"
+    # The `output_config.effort` levels it takes; empty: the parameter is refused.
+    efforts: tuple[str, ...] = ()
+    # Its thinking is sent empty (signed only) unless the request asks for
+    # `thinking.display: "summarized"` (Opus 4.7: "omitted" by default).
+    omits_thinking: bool = False
 
     def window(self, betas: frozenset[str]) -> int:
         return 1_000_000 if self.long_context and LONG_CONTEXT_BETA in betas else self.context_window
@@ -48,8 +66,35 @@ class ApiModel:
         return (f"max_tokens: {max_tokens} > {limit}, which is the maximum allowed number of "
                 f"output tokens for {self.id}")
 
+    def thinking_error(self, body: dict[str, Any]) -> str | None:
+        """The API's 400 message when the request's thinking or effort is one this model does
+        not take, else None (the shape was checked before: `validate.check_request`)."""
+        kind = (body.get("thinking") or {}).get("type")
+        if kind in ("enabled", "adaptive"):
+            if self.thinking == "none":
+                return f"{self.id} does not support thinking."
+            if self.thinking not in (kind, "both"):
+                other = "adaptive" if kind == "enabled" else "enabled"
+                return (f'"thinking.type.{kind}" is not supported for this model. Use '
+                        f'"thinking.type.{other}" instead.')
+        effort = (body.get("output_config") or {}).get("effort")
+        if effort is not None and effort not in self.efforts:
+            if not self.efforts:
+                return f"output_config.effort: effort is not supported for {self.id}."
+            return (f"output_config.effort: {effort!r} is not supported for {self.id}; it "
+                    f"takes {', '.join(self.efforts)}.")
+        return None
+
+
+_EFFORTS_4_6 = ("low", "medium", "high", "max")
+_EFFORTS_4_7 = ("low", "medium", "high", "xhigh", "max")
 
 API_MODELS: tuple[ApiModel, ...] = (
+    ApiModel("claude-opus-4-7", (), 200_000, 128_000, 2048, long_context=True,
+             thinking="adaptive", efforts=_EFFORTS_4_7, omits_thinking=True),
+    ApiModel("claude-opus-4-6", (), 200_000, 128_000, 4096, long_context=True,
+             thinking="both", efforts=_EFFORTS_4_6),
+    ApiModel("claude-opus-4-5-20251101", ("claude-opus-4-5",), 200_000, 64_000, 4096),
     ApiModel("claude-sonnet-4-5-20250929", ("claude-sonnet-4-5",), 200_000, 64_000, 1024,
              long_context=True),
     ApiModel("claude-haiku-4-5-20251001", ("claude-haiku-4-5",), 200_000, 64_000, 4096),
@@ -59,8 +104,9 @@ API_MODELS: tuple[ApiModel, ...] = (
     ApiModel("claude-opus-4-20250514", ("claude-opus-4-0",), 200_000, 32_000, 1024),
     ApiModel("claude-3-7-sonnet-20250219", ("claude-3-7-sonnet-latest",), 200_000, 64_000, 1024,
              long_output=True),
-    ApiModel("claude-3-5-haiku-20241022", ("claude-3-5-haiku-latest",), 200_000, 8192, 2048),
-    ApiModel("claude-3-haiku-20240307", (), 200_000, 4096, 2048),
+    ApiModel("claude-3-5-haiku-20241022", ("claude-3-5-haiku-latest",), 200_000, 8192, 2048,
+             thinking="none"),
+    ApiModel("claude-3-haiku-20240307", (), 200_000, 4096, 2048, thinking="none"),
 )
 
 _BY_NAME = {name: m for m in API_MODELS for name in (m.id, *m.aliases)}

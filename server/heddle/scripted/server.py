@@ -27,7 +27,8 @@ from .events import render
 from .prompt import Prompt, build_prompt
 from .respond import (Cursor, StepReply, advance, default_message, fault_headers, planned_status,
                       send_error, send_json, send_step)
-from .scenario import Scenario, ScenarioError, Step, error_type_for, load_scenario, parse_scenario
+from .scenario import (Scenario, ScenarioError, Step, ThinkingBlock, error_type_for,
+                       load_scenario, parse_scenario)
 from .validate import check_request, last_user_text
 from .wire import MAX_HEAD, HttpError, Request, read_request
 
@@ -308,7 +309,8 @@ class ScriptedServer:
         if scenario is None:
             return await reject(404, f"model: {name}", name, None, body)
         model = scenario.model
-        error = model.output_error(body["max_tokens"], betas) if model and not counting else None
+        error = (model.output_error(body["max_tokens"], betas) if model and not counting
+                 else None) or (model.thinking_error(body) if model else None)
         if error is not None:
             return await reject(400, error, name, None, body)
         checked = _check(name, body, betas)
@@ -356,6 +358,11 @@ class ScriptedServer:
                    else uncached(checked.prompt.tokens, scenario.cache_minimum))
         self._record(name, index, sent, request.headers, status, request.path,
                      account if answered else None, checked.context_management)
+        if scenario.model is not None and scenario.model.omits_thinking and (
+                (body.get("thinking") or {}).get("display") != "summarized"):
+            step = msgspec.structs.replace(step, content=tuple(
+                msgspec.structs.replace(b, thinking="") if isinstance(b, ThinkingBlock) else b
+                for b in step.content))
         rendered = render(step, max_tokens=body["max_tokens"], new_tool_id=self._new_tool_id)
         reply = StepReply(step, rendered, stream, name, account.usage(),
                           f"msg_scripted_{next(self._ids)}", request_id,

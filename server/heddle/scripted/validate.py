@@ -100,13 +100,64 @@ def _check_params(body: dict[str, Any]) -> str | None:
     if temperature is not None and not (isinstance(temperature, (int, float))
                                         and 0 <= temperature <= 1):
         return "temperature: Input should be a number between 0 and 1"
+    return _check_thinking(body, max_tokens) or _check_output_config(body.get("output_config"))
+
+
+_THINKING_TYPES = ("adaptive", "disabled", "enabled")
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def _check_thinking(body: dict[str, Any], max_tokens: int) -> str | None:
+    """The `thinking` parameter's shape, and what it rules out: a `budget_tokens` of at least
+    1024 below `max_tokens`; with thinking on, `temperature` 1, `top_p` ≥ 0.95, no `top_k`,
+    and a `tool_choice` that does not force a tool."""
     thinking = body.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+    if thinking is None:
+        return None
+    if not isinstance(thinking, dict) or thinking.get("type") not in _THINKING_TYPES:
+        found = thinking.get("type") if isinstance(thinking, dict) else thinking
+        return (f"thinking: Input tag '{found}' found using 'type' does not match any of the "
+                "expected tags: 'adaptive', 'disabled', 'enabled'")
+    kind = thinking["type"]
+    allowed = {"type", "display"} | ({"budget_tokens"} if kind == "enabled" else set())
+    for key in thinking:
+        if key not in allowed:
+            return f"thinking.{kind}.{key}: Extra inputs are not permitted"
+    display = thinking.get("display")
+    if display is not None and display not in ("summarized", "omitted"):
+        return f"thinking.{kind}.display: Input should be 'summarized' or 'omitted'"
+    if kind == "disabled":
+        return None
+    if kind == "enabled":
         budget = thinking.get("budget_tokens")
         if not isinstance(budget, int) or budget < 1024:
             return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
         if max_tokens <= budget:
             return "`max_tokens` must be greater than `thinking.budget_tokens`."
+    temperature = body.get("temperature")
+    if temperature is not None and temperature != 1:
+        return ("`temperature` may only be set to 1 when thinking is enabled or in interleaved "
+                "thinking mode.")
+    if body.get("top_k") is not None:
+        return "`top_k` is not supported when thinking is enabled."
+    top_p = body.get("top_p")
+    if top_p is not None and not (isinstance(top_p, (int, float)) and 0.95 <= top_p <= 1):
+        return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."
+    tool_choice = body.get("tool_choice")
+    if isinstance(tool_choice, dict) and tool_choice.get("type") in ("any", "tool"):
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
+
+
+def _check_output_config(config: Any) -> str | None:
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return "output_config: Input should be a valid dictionary"
+    effort = config.get("effort")
+    if effort is not None and effort not in EFFORTS:
+        return ("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or "
+                "'max'")
     return None
 
 

@@ -43,7 +43,8 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
                          model=config.model, source=f"agent:{name}", max_turns=AGENT_MAX_TURNS,
                          max_tokens=config.max_tokens, limits=config.limits,
                          pipeline=config.pipeline, cache_ttl=config.cache_ttl,
-                         limits_for=config.limits_for, repeats=config.repeats)
+                         limits_for=config.limits_for, repeats=config.repeats,
+                         thinking=config.thinking)
         seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
                                              toolbox.permission_lock),
                          deps.permissions, compactor=deps.compactor)

@@ -14,6 +14,7 @@ import anyio
 
 from heddle.core.messages import Message
 from heddle.ids import is_session_id, session_id_problem
+from heddle.loop.thinking import MIN_BUDGET
 from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
@@ -71,8 +72,11 @@ class QueuedPrompt:
 class SessionOptions:
     fallback_model: str | None = None
     thinking_budget: int | None = None
+    """Tokens; 0: thinking off; None: auto (on where the model thinks, `heddle.loop.thinking`)."""
     summary_model: str | None = None
     compact_model: str | None = None
+    effort: str | None = None
+    """`output_config.effort` of its calls; None: the model's default."""
     model_limits: dict[str, ModelLimitSettings] | None = None
     """The settings' `[models]` limits (not kept in the transcript: a loaded session reads the
     settings again)."""
@@ -158,6 +162,9 @@ class SessionRegistry:
             ) -> Session:
         """A new session; `options` (kept in its transcript) over the daemon's `defaults`;
         `mode_from_settings`: the policy's mode is the settings', not one the client asked for."""
+        if options.thinking_budget is not None and 0 < options.thinking_budget < MIN_BUDGET:
+            raise SessionError("options", f"a thinking budget is 0 (thinking off) or at least "
+                               f"{MIN_BUDGET} tokens, not {options.thinking_budget}")
         path = Path(workspace)
         if not path.is_absolute():
             raise SessionError("workspace", f"workspace must be an absolute path, got {workspace!r}")
@@ -173,6 +180,7 @@ class SessionRegistry:
                        thinking_budget=options.thinking_budget,
                        fallback_model=options.fallback_model,
                        summary_model=options.summary_model, compact_model=options.compact_model,
+                       effort=options.effort,
                        mode_from_settings=mode_from_settings))
             policy.on_session_rules = session.transcript.rules
         self._sessions[session.id] = session
@@ -252,7 +260,7 @@ class SessionRegistry:
             except RuleError as exc:
                 loaded.warnings.append(f"skipped the session rule {pattern!r}: {exc}")
         options = SessionOptions(h.fallback_model, h.thinking_budget, h.summary_model,
-                                 h.compact_model)
+                                 h.compact_model, h.effort)
         transcript.mend()  # (after the read, which reported a record cut off)
         for record in loaded.repairs:
             transcript.record(record)

@@ -45,11 +45,15 @@ class DoorSetup:
 
     def defaults_for(self, settings: LoadedSettings) -> SessionOptions:
         """A session's defaults in a workspace with `settings`: the environment's options, the
-        settings' fallback model after `HEDDLE_FALLBACK_MODEL`, the settings' `[models]`."""
+        settings' fallback model after `HEDDLE_FALLBACK_MODEL`, the settings' `thinking`,
+        `effort` and `[models]`."""
+        chosen = settings.settings
         return replace(self.options, fallback_model=self.options.fallback_model
-                       or settings.settings.fallback_model,
-                       model_limits=settings.settings.models or None,
-                       loop=settings.settings.loop)
+                       or chosen.fallback_model,
+                       thinking_budget={"auto": None, "off": 0}.get(chosen.thinking,
+                                                                    chosen.thinking),
+                       effort=chosen.effort, model_limits=chosen.models or None,
+                       loop=chosen.loop)
 
 
 def from_env(env: Mapping[str, str], compactions: CompactionListener | None = None

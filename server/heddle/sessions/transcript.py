@@ -98,7 +98,9 @@ class Header(msgspec.Struct, frozen=True):
     fallback_model: str | None = None
     summary_model: str | None = None
     compact_model: str | None = None
-    """The options given at `session/new` (None: the daemon's default when the session runs)."""
+    effort: str | None = None
+    """The options given at `session/new` (None: the daemon's default when the session runs;
+    a `thinking_budget` of 0: thinking off)."""
     mode_from_settings: bool = False
     """`permission_mode` came from the settings files, not from `session/new`: a load takes the
     mode from the settings as they are then (a project file's mode only while it is trusted)."""

@@ -38,6 +38,7 @@ from heddle.loop.repeats import RepeatLimits
 from heddle.model.caching import LIFETIME_SECONDS
 from heddle.model.limits import model_limits
 from heddle.loop.query import drive, query
+from heddle.loop.thinking import ThinkingChoice
 from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
 from heddle.processes.environment import tool_env
@@ -249,7 +250,8 @@ def table_limits(window_override: int = 0
     the window of both."""
     def limits(model: str, overrides: Mapping[str, ModelLimitSettings]) -> Limits:
         found = model_limits(model, overrides)
-        return Limits(window_override or found.context_window, found.max_output)
+        return Limits(window_override or found.context_window, found.max_output,
+                      found.thinking)
     return limits
 
 
@@ -263,7 +265,7 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
         fallback_model=session.options.fallback_model,
         token_budget=request.token_budget or parse_budget(request.prompt),
-        task_budget=request.task_budget, thinking_budget=session.options.thinking_budget,
+        task_budget=request.task_budget, thinking=thinking_of(session),
         summary_model=session.options.summary_model,
         limits=limits_for(session.model) if limits_for else None, limits_for=limits_for,
         cache_ttl=ttl if cache.prompt_cache else None,
@@ -271,6 +273,10 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
                                                              time.monotonic(), ttl),
         pipeline=PipelineSettings(server_edits=bool(cache.context_editing)),
         repeats=RepeatLimits.from_settings(session.options.loop))
+
+
+def thinking_of(session: Session) -> ThinkingChoice:
+    return ThinkingChoice(session.options.thinking_budget, session.options.effort)
 
 
 def too_big(text: str, session: Session, deps: TurnDeps) -> None:
@@ -334,7 +340,7 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
         prefix = Prefix(system_prompt(session.workspace, session.system_extra),
                         tuple(schema_of(t) for t in tools_of(session, deps).values()),
                         (cache.ttl or "5m") if cache.prompt_cache else None,
-                        session.options.thinking_budget)
+                        thinking_of(session))
         compactor: Compactor = ModelCompactor(
             deps.model_for(session.model), compact_model=session.options.compact_model,
             prefix=prefix, limits_for=session_limits(session, deps))

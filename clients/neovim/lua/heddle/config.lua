@@ -62,6 +62,8 @@ M.defaults = {
   output = {
     -- Lines of a command's output shown under its call; longer output shows its tail.
     lines = 8,
+    -- Lines of the model's thinking shown under its line (its tail); 0: only the line.
+    thinking = 2,
   },
 }
 
@@ -130,6 +132,9 @@ M.checks = {
   keys = keys_check(chat_keys, 'send, steer, close, cancel, toggle_output'),
   ['output.lines'] = function(v)
     return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number of lines'
+  end,
+  ['output.thinking'] = function(v)
+    return type(v) == 'number' and v >= 0 and v == math.floor(v), 'a whole number of lines'
   end,
   ['window.layout'] = function(v)
     return v == 'split' or v == 'float', "'split' or 'float'"

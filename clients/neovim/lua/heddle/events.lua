@@ -11,6 +11,10 @@ function render.textDelta(t, ev)
   t:text(ev.text)
 end
 
+function render.thinkingDelta(t, ev)
+  t:thinking(ev.text)
+end
+
 function render.modelCall(t, ev)
   t:begin_call(ev.index)
 end

@@ -2,9 +2,17 @@
 local M = {}
 
 --- Status marks of tool calls, and their highlight groups (see `:help heddle-output`).
-M.icons =
-  { running = '⋯', waiting = '?', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
+M.icons = {
+  running = '⋯',
+  waiting = '?',
+  ok = '✓',
+  error = '✗',
+  rejected = '⊘',
+  cancelled = '⊘',
+  thinking = '✻',
+}
 M.groups = {
+  thinking = 'HeddleThinking',
   running = 'HeddleToolRunning',
   waiting = 'HeddleToolWaiting',
   ok = 'HeddleToolOk',
@@ -21,6 +29,7 @@ local words = {
   error = 'failed',
   rejected = 'rejected',
   cancelled = 'cancelled',
+  thinking = '',
 }
 
 local reasons = {

@@ -25,6 +25,7 @@ for group, link in pairs({
   HeddleToolError = 'DiagnosticError',
   HeddleToolRejected = 'DiagnosticWarn',
   HeddleOutput = 'Comment',
+  HeddleThinking = 'Comment',
   HeddleDiffAdd = 'DiffAdd',
   HeddleDiffDelete = 'DiffDelete',
   HeddleDiffHunk = 'DiffText',
@@ -72,6 +73,8 @@ function Transcript:_reset()
   self.dropped = {} -- ids of tool calls whose lines a tombstone removed
   self.calls = {} -- model call index -> { mark, tail, text_start, tools }
   self.call = nil -- the model call whose output is being written
+  self.thought = nil -- the id of the thinking being streamed, until something else comes
+  self.thoughts = 0
   self.tail = 'empty'
   self.text_start = 0
 end
@@ -86,7 +89,7 @@ function Transcript:clear()
       api.nvim_buf_set_lines(buf, 0, -1, false, {})
     end)
   end
-  self.tools, self.dropped, self.calls, self.call = {}, {}, {}, nil
+  self.tools, self.dropped, self.calls, self.call, self.thought = {}, {}, {}, nil, nil
   self.tail, self.text_start = 'empty', 0
 end
 
@@ -163,6 +166,7 @@ function Transcript:_write_text(text)
       return
     end
   end
+  self.thought = nil
   self:_edit(function(buf)
     if self.tail ~= 'text' then
       self:_append(buf, self.tail == 'empty' and { '' } or { '', '' })
@@ -215,7 +219,7 @@ function Transcript:end_turn(result, err)
     end
   end
   -- Model call indices start again at 0 in the next turn.
-  self.call, self.calls = nil, {}
+  self.call, self.calls, self.thought = nil, {}, nil
   self:_block('footer', { format.footer(result, err) })
 end
 
@@ -229,6 +233,7 @@ end
 --- Remembers where the output of model call `index` starts, so a tombstone can remove it.
 function Transcript:begin_call(index)
   self:flush()
+  self.thought = nil
   self:_edit(function() end) -- recreates a wiped buffer before the mark goes in
   local row = api.nvim_buf_line_count(self.buf) - 1
   local col = #api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
@@ -270,6 +275,9 @@ function Transcript:tool(id, name)
   local tool = self.tools[id]
   if tool or self.dropped[id] then
     return tool
+  end
+  if id ~= self.thought then
+    self.thought = nil -- a tool call after thinking ends it
   end
   tool = { id = id, title = name or 'tool', status = 'running', summary = '', details = 0 }
   local row = self:_block('item', { format.tool_line(tool) })
@@ -319,6 +327,32 @@ function Transcript:_highlight_details(row, lines)
   end
 end
 
+--- Lines of a call's output (or of thinking) shown when it is not expanded.
+local function shown(tool)
+  return tool.status == 'thinking' and config.options.output.thinking
+    or config.options.output.lines
+end
+
+--- Adds streamed thinking (a `thinkingDelta`) under a `- ✻ thinking` line of its own, dimmed,
+--- with its last `output.thinking` lines shown (all of it on <Tab>). Text, a tool call or a
+--- new model call after it ends it: more thinking then gets a line of its own.
+function Transcript:thinking(text)
+  if type(text) ~= 'string' or text == '' then
+    return
+  end
+  self:flush()
+  if not self.thought then
+    self.thoughts = self.thoughts + 1
+    self.thought = ('thinking:%d'):format(self.thoughts)
+  end
+  local id = self.thought
+  if not self:tool(id, 'thinking') then
+    return
+  end
+  format.add_output(self.tools[id], text, 0)
+  self:update_tool(id, { status = 'thinking' })
+end
+
 --- Changes fields of a tool call and rewrites its line; `details` replaces the preview (or
 --- diff) below it. The command output under it is written again from what it kept.
 function Transcript:update_tool(id, fields, details)
@@ -334,7 +368,7 @@ function Transcript:update_tool(id, fields, details)
     tool.preview_lines = details
   end
   local lines = vim.list_extend(vim.list_extend({}, tool.preview_lines or {}),
-    format.output_lines(tool, config.options.output.lines))
+    format.output_lines(tool, shown(tool)))
   self:_edit(function(buf)
     local row = self:_tool_row(tool)
     api.nvim_buf_clear_namespace(buf, ns_hl, row, row + 1 + tool.details)
@@ -365,7 +399,7 @@ function Transcript:toggle_output(row)
   for _, tool in pairs(self.tools) do
     local first = self:_tool_row(tool)
     if row >= first and row <= first + tool.details and tool.out
-        and #format.output_split(tool) > config.options.output.lines then
+        and #format.output_split(tool) > shown(tool) then
       tool.expanded = not tool.expanded
       self:update_tool(tool.id, {})
       return true

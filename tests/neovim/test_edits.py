@@ -269,7 +269,8 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     app = workspace / "app.py"
     app.write_text("x = 1\n")
     editor.cmd(f"edit {app}")
-    scripted.add_scenario("sed", scenario(tool_use("Bash", command="sed -i 's/1/2/' app.py")))
+    scripted.add_scenario("sed", scenario(tool_use("Bash", command="sed -i 's/1/2/' app.py",
+                                                   description="Bump x with sed")))
     editor.setup(model="sed")
     editor.answer(selects=["allowOnce"])
 
@@ -281,6 +282,8 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     [asked] = editor.harness("selects")
     assert asked["review"] == {"open": False}
     assert asked["items"][-1] == "Reject"
+    assert asked["prompt"] == "Heddle: Run: sed -i 's/1/2/' app.py"  # the command is asked about
+    assert "- ✓ Bump x with sed — exit 0" in editor.transcript()  # the call's title
     editor.wait(f"vim.api.nvim_buf_get_lines(vim.fn.bufnr('{app}'), 0, -1, false)[1] == 'x = 2'",
                 "the buffer to be reloaded")
     assert modified(editor, app) is False

@@ -173,6 +173,7 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     notes = workspace / "notes.txt"
     notes.write_text(text(original))
     scripted.add_scenario("hunks", scenario(
+        tool_use("Read", path="notes.txt"),
         tool_use("Write", path="notes.txt", content=text(proposed))))
     editor.setup(model="hunks")
     editor.answer(selects=["review"], inputs=["keep line 15 as it is"])
@@ -204,7 +205,7 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     assert notes.read_text() == text(written)
     assert editor.lua("return require('heddle.review').active() == nil") is True
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
-    _, after_write = scripted.requests_for("hunks")
+    *_, after_write = scripted.requests_for("hunks")
     told = text_of(tool_result(after_write))
     assert 'Rejected: hunk 2 of 3 (lines 12-18), the user said: "keep line 15 as it is"' in told
     assert "Applied: hunk 1 of 3" in told

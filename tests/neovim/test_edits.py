@@ -398,6 +398,9 @@ def test_a_buffer_wiped_out_is_closed_for_the_daemon(
     done = {"content": [{"type": "text", "text": "Done."}]}
     scripted.add_scenario("close", {"steps": [
         {"content": [tool_use("Read", path="app.py")]}, done,
+        # what the agent read is gone with the buffer: it reads the file again (an edit of
+        # what it read would be refused as changed since)
+        {"content": [tool_use("Read", path="app.py")]},
         {"content": [tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")]},
         done]})
     editor.setup(model="close", permission_mode="acceptEdits")
@@ -409,8 +412,9 @@ def test_a_buffer_wiped_out_is_closed_for_the_daemon(
     editor.cmd("AgentRun bump x")
     assert editor.wait_idle()["last"]["reason"] == "completed"
 
-    _, after_read, _, after_edit = scripted.requests_for("close")
+    _, after_read, _, after_reread, after_edit = scripted.requests_for("close")
     assert "x = 99" in text_of(tool_result(after_read))
+    assert "x = 1" in text_of(tool_result(after_reread))  # the disk's text now
     result = tool_result(after_edit)
     assert not result.get("is_error"), text_of(result)
     assert app.read_text() == "x = 2\n"

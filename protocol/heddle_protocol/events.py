@@ -43,7 +43,8 @@ class ToolCallInputEvent(Ev, tag="toolCallInput"):
     tool: str
     input: dict[str, Any]
     title: str
-    """One human line, e.g. `Read src/app.py`."""
+    """One human line naming the call, e.g. `Read src/app.py`; a Bash call's `description`
+    when the model gave one, else `Run: <the command's first line>`."""
 
 
 ToolStatus = Literal["ok", "error", "rejected", "cancelled"]

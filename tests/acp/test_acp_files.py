@@ -42,6 +42,7 @@ async def test_write_only_edits_land_through_the_client_new_files_on_disk(
         scripted, daemon_env, workspace):
     scripted.add_scenario("new", {"steps": [
         {"content": [{"type": "tool_use", "name": "Read", "input": {"path": "missing.txt"}},
+                     {"type": "tool_use", "name": "Read", "input": {"path": "README.md"}},
                      {"type": "tool_use", "name": "Write",
                       "input": {"path": "README.md", "content": "# Renamed\n"}},
                      {"type": "tool_use", "name": "Write",

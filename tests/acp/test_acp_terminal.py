@@ -10,8 +10,8 @@ from acp import text_block
 from acp_harness import Recorder, agent, capabilities
 
 
-def bash(command: str) -> dict:
-    return {"type": "tool_use", "name": "Bash", "input": {"command": command}}
+def bash(command: str, **more) -> dict:
+    return {"type": "tool_use", "name": "Bash", "input": {"command": command, **more}}
 
 
 async def test_bash_runs_in_the_clients_terminal(scripted, daemon_env, workspace):
@@ -38,7 +38,8 @@ async def test_bash_runs_in_the_clients_terminal(scripted, daemon_env, workspace
 
 async def test_without_terminal_bash_runs_in_heddle(scripted, daemon_env, workspace):
     scripted.add_scenario("local", {"steps": [
-        {"content": [bash("echo local")]}, {"content": [{"type": "text", "text": "Done."}]}]})
+        {"content": [bash("echo local", description="Say local")]},
+        {"content": [{"type": "text", "text": "Done."}]}]})
     client = Recorder()
     async with agent({**daemon_env, "HEDDLE_MODEL": "local"}, workspace, client) as (conn, _, _):
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
@@ -46,6 +47,7 @@ async def test_without_terminal_bash_runs_in_heddle(scripted, daemon_env, worksp
     assert client.terminals == {}
     [call] = client.calls().values()
     assert call["status"] == "completed" and "local" in str(call["content"])
+    assert call["title"] == "Say local"  # the model's description is the call's title
 
 
 async def test_cancel_releases_the_terminal(scripted, daemon_env, workspace):

@@ -342,10 +342,11 @@ def test_ctrl_c_at_a_permission_prompt_cancels_the_turn(daemon_env, scripted, wo
     assert "(turn/cancel)" in log and "SIGINT" not in log  # the Ctrl-C reached heddle ask only
 
 
-def one_command(scripted, command: str) -> None:
+def one_command(scripted, command: str, **more) -> None:
     """Scenario "t": a Bash call of `command`, then an answer a cancelled turn never gets."""
     scripted.add_scenario("t", {"steps": [
-        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command,
+                                                                     **more}}]},
         {"content": [{"type": "text", "text": "Never sent."}]}]})
 
 
@@ -419,10 +420,13 @@ def test_always_allow_in_ask_holds_in_ask_continue(daemon_env, scripted, workspa
 # -- live command output --------------------------------------------------------------------
 
 def test_ask_without_a_terminal_prints_command_output_plainly(daemon_env, scripted, workspace):
-    one_command(scripted, "echo one; printf 'two\\x1b[31m\\n' >&2; printf 'no newline'; exit 3")
+    one_command(scripted, "echo one; printf 'two\\x1b[31m\\n' >&2; printf 'no newline'; exit 3",
+                description="Print three lines")
     result = heddle(["ask", "-w", str(workspace), "-m", "t", "-y", "go"], daemon_env)
     assert result.returncode == 0, result.stderr
     assert ("  │ one\n  │ two\n  │ no newline\n  ✗ error: exit 3\n") in result.stdout
+    # the description is the call's title; what is allowed is the command
+    assert "● Print three lines\n  allowed (--yes): Run: echo one;" in result.stdout
     assert "\x1b" not in result.stdout
 
 

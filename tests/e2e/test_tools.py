@@ -78,7 +78,8 @@ async def test_invalid_tool_input_names_the_field(client, scripted, workspace):
     assert result["reason"] == "completed"
     read, edit, grep = last_results(scripted, "bad")
     assert read == {"type": "tool_result", "tool_use_id": read["tool_use_id"], "is_error": True,
-                    "content": "Invalid input for Read: Expected `str`, got `int` - at `$.path`"}
+                    "content": "Invalid input for Read: Expected `str`, got `int` - at `$.path` "
+                               "(path: File to read, absolute or relative to the workspace)"}
     assert "missing required field `old_string`" in edit["content"]
     assert "at `$.output_mode`" in grep["content"]
     assert statuses(client) == ["error"] * 3

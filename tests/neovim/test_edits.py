@@ -173,6 +173,7 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     notes = workspace / "notes.txt"
     notes.write_text(text(original))
     scripted.add_scenario("hunks", scenario(
+        tool_use("Read", path="notes.txt"),
         tool_use("Write", path="notes.txt", content=text(proposed))))
     editor.setup(model="hunks")
     editor.answer(selects=["review"], inputs=["keep line 15 as it is"])
@@ -204,7 +205,7 @@ def test_hunks_are_accepted_and_rejected_in_the_review(
     assert notes.read_text() == text(written)
     assert editor.lua("return require('heddle.review').active() == nil") is True
     assert editor.lua("return #vim.api.nvim_list_tabpages()") == 1
-    _, after_write = scripted.requests_for("hunks")
+    *_, after_write = scripted.requests_for("hunks")
     told = text_of(tool_result(after_write))
     assert 'Rejected: hunk 2 of 3 (lines 12-18), the user said: "keep line 15 as it is"' in told
     assert "Applied: hunk 1 of 3" in told
@@ -269,7 +270,8 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     app = workspace / "app.py"
     app.write_text("x = 1\n")
     editor.cmd(f"edit {app}")
-    scripted.add_scenario("sed", scenario(tool_use("Bash", command="sed -i 's/1/2/' app.py")))
+    scripted.add_scenario("sed", scenario(tool_use("Bash", command="sed -i 's/1/2/' app.py",
+                                                   description="Bump x with sed")))
     editor.setup(model="sed")
     editor.answer(selects=["allowOnce"])
 
@@ -281,6 +283,8 @@ def test_a_buffer_is_reloaded_after_a_command_writes_its_file(
     [asked] = editor.harness("selects")
     assert asked["review"] == {"open": False}
     assert asked["items"][-1] == "Reject"
+    assert asked["prompt"] == "Heddle: Run: sed -i 's/1/2/' app.py"  # the command is asked about
+    assert "- ✓ Bump x with sed — exit 0" in editor.transcript()  # the call's title
     editor.wait(f"vim.api.nvim_buf_get_lines(vim.fn.bufnr('{app}'), 0, -1, false)[1] == 'x = 2'",
                 "the buffer to be reloaded")
     assert modified(editor, app) is False
@@ -394,6 +398,9 @@ def test_a_buffer_wiped_out_is_closed_for_the_daemon(
     done = {"content": [{"type": "text", "text": "Done."}]}
     scripted.add_scenario("close", {"steps": [
         {"content": [tool_use("Read", path="app.py")]}, done,
+        # what the agent read is gone with the buffer: it reads the file again (an edit of
+        # what it read would be refused as changed since)
+        {"content": [tool_use("Read", path="app.py")]},
         {"content": [tool_use("Edit", path="app.py", old_string="x = 1", new_string="x = 2")]},
         done]})
     editor.setup(model="close", permission_mode="acceptEdits")
@@ -405,8 +412,9 @@ def test_a_buffer_wiped_out_is_closed_for_the_daemon(
     editor.cmd("AgentRun bump x")
     assert editor.wait_idle()["last"]["reason"] == "completed"
 
-    _, after_read, _, after_edit = scripted.requests_for("close")
+    _, after_read, _, after_reread, after_edit = scripted.requests_for("close")
     assert "x = 99" in text_of(tool_result(after_read))
+    assert "x = 1" in text_of(tool_result(after_reread))  # the disk's text now
     result = tool_result(after_edit)
     assert not result.get("is_error"), text_of(result)
     assert app.read_text() == "x = 2\n"

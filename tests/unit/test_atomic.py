@@ -12,7 +12,8 @@ import pytest
 
 from heddle.atomic import write_atomic
 from heddle import trust_store
-from heddle.core.tools import ToolContext
+from heddle.core.tools import Seen, ToolContext
+from heddle.tools.reads import fingerprint
 from heddle.tools.registry import builtin_tools
 
 TOOLS = builtin_tools()
@@ -108,6 +109,7 @@ async def test_a_tool_writes_the_path_it_was_allowed_not_a_link_made_since(tmp_p
         (ws / "a.txt").write_text("one\n")
         tool = TOOLS[name]
         inp = tool.normalise(msgspec.convert(raw, tool.input_type), ctx)  # checked here
+        ctx.seen[ws / "a.txt"] = Seen(fingerprint("one\n"), "disk", "read")  # Write needs it
         (ws / "a.txt").unlink()
         (ws / "a.txt").symlink_to(outside)
         await tool.run(inp, ctx)

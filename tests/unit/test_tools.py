@@ -71,7 +71,7 @@ async def test_bash_exit_code_output_and_timeout(ctx):
     out = await Bash().run(BashInput("echo hi; exit 3"), ctx)
     assert out.content == "Exit code 3\nhi\n" and out.summary == "exit 3"
     started = time.monotonic()
-    slow = await Bash().run(BashInput("sleep 30", timeout=0.3), ctx)
+    slow = await Bash().run(BashInput("sleep 30", timeout=1000), ctx)
     assert slow.is_error and "timed out" in slow.content
     assert time.monotonic() - started < 5
 

@@ -56,11 +56,14 @@ async def test_invalid_input_is_an_error_result_naming_the_field(ctx):
     results, events = await execute(ctx, PermissionPolicy(), Asker(),
                                     ("Read", {"path": 3}), ("Edit", {"path": "a.txt"}),
                                     ("Nope", {}), ("Glob", {"pattern": "*", "extra": 1}))
-    assert [r.is_error for r in results] == [True] * 4
-    assert results[0].content == "Invalid input for Read: Expected `str`, got `int` - at `$.path`"
+    assert [r.is_error for r in results] == [True, True, True, False]
+    assert results[0].content == ("Invalid input for Read: Expected `str`, got `int` - at "
+                                  "`$.path` (path: File to read, absolute or relative to the "
+                                  "workspace)")
     assert "missing required field `old_string`" in results[1].content
     assert results[2].content.startswith("There is no tool named Nope. Tools: Bash, Edit, Glob")
-    assert "unknown field `extra`" in results[3].content
+    assert results[3].content.endswith("\n\n(Ignored unknown field `extra`: Glob takes pattern, "
+                                       "path (or file_path).)")
     assert [e.summary for e in events if isinstance(e, ToolCallFinished)][0] == (
         "invalid input: Expected `str`, got `int` - at `$.path`")
     (bad_json,), _ = await execute(ctx, PermissionPolicy(), Asker(), ("Read", {}),
@@ -72,6 +75,7 @@ async def test_rejection_messages_reach_the_model(ctx):
     asker = Asker(PermissionAnswer("reject", message="use Edit instead"),
                   PermissionAnswer("reject", reason="no answer within 5 s"),
                   PermissionAnswer("reject"))
+    await execute(ctx, PermissionPolicy(), asker, ("Read", {"path": "a.txt"}))
     results, events = await execute(ctx, PermissionPolicy(), asker,
                                     *[("Write", {"path": "a.txt", "content": "x"})] * 3)
     assert [r.content for r in results] == [
@@ -140,10 +144,12 @@ async def test_a_hook_cannot_smuggle_bad_input_or_paths(ctx):
     to_nothing = HookCommand("echo '{\"updatedInput\": {\"file\": \"x\"}}'")
     for hook, expected in ((to_etc, "/etc/passwd is outside the workspace"),
                            (to_nothing, "Invalid input for Read (as a PreToolUse hook changed "
-                                        "it): Object contains unknown field `file`")):
+                                        "it): Object missing required field `path`")):
         policy = PermissionPolicy(hooks=HookSettings(pre_tool_use=[hook]))
         (result,), _ = await execute(ctx, policy, Asker(), ("Read", {"path": "a.txt"}))
         assert result.is_error and result.content.startswith(expected)
+    assert result.content.endswith("(Ignored unknown field `file`: Read takes path (or "
+                                   "file_path), offset, limit.)")
 
 
 async def test_plan_mode_refuses_with_a_message_for_the_model(ctx):

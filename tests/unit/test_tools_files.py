@@ -115,6 +115,9 @@ async def test_write_creates_overwrites_and_reports(ctx):
     assert (ctx.workspace / "pkg/new.py").read_text() == "x = 1\n"
     assert created.diff.startswith("--- a/pkg/new.py\n+++ b/pkg/new.py")
     inp = norm(Write(), ctx, path="a.py", content="only\n")
+    with pytest.raises(ToolError, match=r"^a.py already exists and you have not read it"):
+        await Write().preview(inp, ctx)
+    await run(Read(), ctx, path="a.py", limit=1)  # a part read counts
     preview = await Write().preview(inp, ctx)
     assert "-three\n" in preview.diff and "+only\n" in preview.diff
     assert (ctx.workspace / "a.py").read_text().startswith("one")  # preview changes nothing

@@ -48,7 +48,7 @@ async def test_open_documents_change_in_the_editor_from_the_buffers_text(ctx):
     path = ctx.workspace / "a.py"
     docs.open(path, "one\ntwo\n# typing\n", 5)
     out = await Edit().run(inp(Edit(), ctx, path="a.py", old_string="two", new_string="2"), ctx)
-    assert out.content == "Edited a.py (1 replacement)."
+    assert out.content.startswith("Edited a.py (1 replacement).\n(You had not read a.py")
     ((buffer, text, label),) = editor.applied
     assert buffer.version == 5 and text == "one\n2\n# typing\n" and label == "Heddle: Edit a.py"
     assert docs.text(path) == text and path.read_text() == "one\ntwo\n"

@@ -10,6 +10,7 @@ import pytest
 
 from heddle.core.tools import ToolContext, ToolError
 from heddle.tools.listing import LS, Glob
+from heddle.tools.inputs import accept
 from heddle.tools.search import Grep
 
 
@@ -28,6 +29,7 @@ def ctx(tmp_path: Path) -> ToolContext:
 
 
 async def run(tool, ctx, **raw):
+    raw, _ = accept(tool, raw)  # as the executor takes it: `context` is -C
     return await tool.run(tool.normalise(msgspec.convert(raw, tool.input_type), ctx), ctx)
 
 
@@ -198,5 +200,5 @@ async def test_grep_errors(ctx):
             await run(Grep(), ctx, **raw)
     with pytest.raises(msgspec.ValidationError, match=r"at `\$.output_mode`"):
         msgspec.convert({"pattern": "x", "output_mode": "lines"}, Grep.input_type)
-    with pytest.raises(msgspec.ValidationError, match=r"at `\$.context`"):
-        msgspec.convert({"pattern": "x", "context": 99}, Grep.input_type)
+    with pytest.raises(msgspec.ValidationError, match=r"at `\$.-C`"):
+        msgspec.convert({"pattern": "x", "-C": 101}, Grep.input_type)

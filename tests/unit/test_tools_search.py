@@ -11,10 +11,12 @@ import pytest
 
 from heddle.core.tools import ToolContext, ToolError
 from heddle.tools.listing import Glob
+from heddle.tools.inputs import accept
 from heddle.tools.search import NOTE_CHARS, NOTED, Grep
 
 
 async def run(tool, ctx, **raw):
+    raw, _ = accept(tool, raw)  # as the executor takes it: `context` is -C
     return await tool.run(tool.normalise(msgspec.convert(raw, tool.input_type), ctx), ctx)
 
 

@@ -44,7 +44,7 @@ async def test_bash_runs_in_the_workspace_with_exit_code(ctx):
 async def test_bash_timeout_kills_the_whole_group(ctx):
     # 2 s: time for the shell to write both pid files first, even on a loaded machine
     started = time.monotonic()
-    out = await Bash().run(BashInput(STUBBORN, timeout=2), ctx)
+    out = await Bash().run(BashInput(STUBBORN, timeout=2000), ctx)
     assert out.is_error and out.summary == "timed out after 2 s"
     pids = [int((ctx.workspace / f).read_text()) for f in ("child.pid", "grandchild.pid")]
     assert await all_dead(pids)

@@ -158,7 +158,8 @@ function reduceEvent(t: Transcript, serial: number, params: TurnEventParams, rep
       return upsertTool(t, serial, event.toolCallId, { tool: event.tool, title: event.title, state: "running" });
     case "permissionAsked":
       return upsertTool(t, serial, event.toolCallId, {
-        title: event.title,
+        // A command's call keeps its title (the model's description of it): the command shows below.
+        title: event.preview?.kind === "command" && hasBlock(t, event.toolCallId) ? undefined : event.title,
         state: "asking",
         preview: event.preview?.kind === "diff" ? event.preview.diff : undefined,
         command: event.preview?.kind === "command" ? event.preview.command : undefined,
@@ -294,6 +295,10 @@ function formatTokens(n: number): string {
 function humanize(kind: string): string {
   const words = kind.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
   return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function hasBlock(t: Transcript, toolCallId: string): boolean {
+  return t.blocks.some((b) => b.id === `tool-${toolCallId}`);
 }
 
 function upsertTool(

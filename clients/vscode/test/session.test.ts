@@ -171,8 +171,10 @@ describe("session logic against the real daemon", () => {
     assert.equal(host.asked[0].tool, "Bash");
     assert.equal(host.asked[0].preview?.kind, "command");
     assert.equal(existsSync(join(workspace.path, "ran.txt")), false);
+    assert.equal(host.asked[0].title, "Run: echo hi > ran.txt");
     const [tool] = host.blocks("tool");
     assert.equal(tool.state, "rejected");
+    assert.equal(tool.title, "Write hi to ran.txt");
     assert.match(tool.decision ?? "", /rejected/);
   });
 

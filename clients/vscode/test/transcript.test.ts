@@ -95,6 +95,14 @@ describe("transcript", () => {
     ]);
   });
 
+  it("a command's call keeps the title its input gave while permission is asked", () => {
+    const t = run([
+      event({ kind: "toolCallInput", toolCallId: "c3", tool: "Bash", input: { command: "make", description: "Build it" }, title: "Build it" }),
+      event({ kind: "permissionAsked", toolCallId: "c3", title: "Run: make", preview: { kind: "command", command: "make", cwd: "/w" } }),
+    ]);
+    assert.deepEqual(t.blocks, [{ kind: "tool", id: "tool-c3", tool: "Bash", title: "Build it", state: "asking", command: "make" }]);
+  });
+
   it("keeps the message the user gave with a rejection", () => {
     const t = run([
       event({ kind: "permissionAsked", toolCallId: "c2", title: "Run: make", preview: { kind: "command", command: "make", cwd: "/w" } }),

@@ -177,7 +177,7 @@ class Translator:
         update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
                                   "title": ev.get("title") or tool, "kind": kind_of(tool),
                                   "status": "in_progress", "rawInput": inp}
-        path = self.path(inp.get("path"))
+        path = self.path(inp.get("path", inp.get("file_path")))  # the model may use either
         if path is not None:
             location: dict[str, Any] = {"path": path}
             if tool == "Read" and isinstance(inp.get("offset"), int):

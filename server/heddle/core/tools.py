@@ -10,7 +10,7 @@ import contextvars
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Any, Callable, ClassVar, Protocol, runtime_checkable
+from typing import Awaitable, Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -87,6 +87,18 @@ class EditorBuffers(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What the agent last saw of a file: the fingerprint of its whole text (`Read` of part of
+    a file counts), where that text came from, and how the agent came to see it."""
+
+    fingerprint: str
+    source: Literal["disk", "editor"]
+    """`editor`: the editor's buffer of the open document, saved or not."""
+    by: Literal["read", "edit"]
+    """`edit`: the agent's own Edit, MultiEdit or Write made this text."""
+
+
 def _nowhere_else(tool: str, path: Path) -> bool:
     return False
 
@@ -116,6 +128,9 @@ class ToolContext:
     switch_mode: Callable[[str], None] | None = None
     """Puts the session in another permission mode (the user approved a plan and chose it);
     None: this context cannot (a sub-agent)."""
+    seen: dict[Path, Seen] = field(default_factory=dict)
+    """What the agent read and wrote, per resolved path: the session's, kept across its turns
+    (Edit and Write refuse a file that changed since; `heddle.tools.reads`)."""
 
     def output(self, stream: OutputStream, data: bytes, hook: str | None = None) -> None:
         """Report bytes the running call's command (or `hook`'s) wrote, for the editor to show
@@ -177,7 +192,14 @@ class Tool(Protocol):
     read_only: ClassVar[bool]
     max_result_chars: ClassVar[int]
 
-    def title(self, inp: Any, ctx: ToolContext) -> str: ...
+    def title(self, inp: Any, ctx: ToolContext) -> str:
+        """One human line naming the call, as the editor shows it."""
+        ...
+
+    def prompt_title(self, inp: Any, ctx: ToolContext) -> str:
+        """What a permission prompt for the call is titled: what will happen, in the tool's
+        words (Bash: the command), never only the model's own label for it."""
+        ...
 
     def normalise(self, inp: Any, ctx: ToolContext) -> Any:
         """Resolve paths (raises ToolError); the result is what permission rules see."""

@@ -38,6 +38,7 @@ from heddle.rules import RuleScope
 from heddle.shown import one_line
 from heddle.tools.base import budget_result, schema_of
 from heddle.tools.plan import rejected as plan_rejected
+from heddle.tools.inputs import accept, explain, ignored_note
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ class _Call:
     """The repeat guard did not run it."""
     outcome: Outcome | None = None
     """What the repeat guard counts of it, once it ran."""
+    ignored: list[str] = field(default_factory=list)
+    """The input's fields the tool does not have: dropped, and noted in the result."""
 
     @property
     def safe(self) -> bool:
@@ -142,7 +145,8 @@ class ToolExecutor:
         if tool is None:
             return one_line(block.name)
         try:
-            return one_line(tool.title(msgspec.convert(block.input, tool.input_type), self.ctx))
+            return one_line(tool.title(msgspec.convert(accept(tool, block.input)[0],
+                                                       tool.input_type), self.ctx))
         except Exception:  # the title is cosmetic; invalid input is reported when the tool runs
             return one_line(block.name)
 
@@ -202,6 +206,8 @@ class ToolExecutor:
         try:
             with call.scope:  # `discard` cancels it, and has reported the call already
                 status, content, summary, diff = await self._execute(call)
+                if call.ignored and call.tool is not None:
+                    content = f"{content}\n\n{ignored_note(call.tool, call.ignored)}"
                 self._finish(call, status, content, summary, diff)
         except anyio.get_cancelled_exc_class():
             self._finish(call, "cancelled", "The tool call was cancelled by the user before "
@@ -262,7 +268,7 @@ class ToolExecutor:
         if call.input_error:
             return "error", f"The input for {tool.name} was not valid JSON: {call.input_error}", "invalid input", None
         try:
-            inp = self._validated(tool, block.input)
+            inp = self._validated(call, tool, block.input)
             verdict = await self._pre_hooks(tool, inp)
             if verdict.stop:
                 self.stop_reason = verdict.stop
@@ -272,8 +278,8 @@ class ToolExecutor:
                 return ("rejected", f"A hook blocked this {tool.name} call: {verdict.reason}",
                         "blocked by a hook", None)
             if verdict.updated_input is not None:
-                inp = self._validated(tool, verdict.updated_input, " (as a PreToolUse hook "
-                                      "changed it)")
+                inp = self._validated(call, tool, verdict.updated_input, " (as a PreToolUse "
+                                      "hook changed it)")
             decision = self.policy.decide(tool, inp, self.ctx, verdict.decision, verdict.reason)
             if isinstance(decision, Deny):
                 self.ctx.emit(PermissionAnswered(block.id, "reject", reason=decision.message))
@@ -302,12 +308,15 @@ class ToolExecutor:
             is_error = is_error or feedback.block
         return ("error" if is_error else "ok"), content, output.summary, output.diff
 
-    def _validated(self, tool: Tool, raw: Any, source: str = "") -> Any:
-        """Convert and normalise; _InvalidInput (naming the field) or ToolError."""
+    def _validated(self, call: _Call, tool: Tool, raw: Any, source: str = "") -> Any:
+        """Convert (aliases taken, unknown fields dropped into `call.ignored`) and normalise;
+        _InvalidInput (naming the field, and what it takes) or ToolError."""
+        raw, call.ignored = accept(tool, raw)
         try:
             inp = msgspec.convert(raw, tool.input_type)
         except msgspec.ValidationError as exc:
-            raise _InvalidInput(f"Invalid input for {tool.name}{source}: {exc}", str(exc)) from None
+            raise _InvalidInput(f"Invalid input for {tool.name}{source}: "
+                                f"{explain(tool, str(exc))}", str(exc)) from None
         return tool.normalise(inp, self.ctx)
 
     def _hook_runner(self) -> HookRunner:
@@ -335,7 +344,8 @@ class ToolExecutor:
         chose to write instead of the proposal, if they reviewed it in part)."""
         async with self.permission_lock:  # one prompt at a time per session
             preview = await tool.preview(inp, self.ctx)
-            title = one_line(tool.title(inp, self.ctx) + (f" ({ask.note})" if ask.note else ""))
+            title = one_line(tool.prompt_title(inp, self.ctx)
+                             + (f" ({ask.note})" if ask.note else ""))
             self.ctx.emit(PermissionAsked(block.id, title, preview))
             self._asking.add(block.id)
             try:

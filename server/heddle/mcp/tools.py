@@ -56,6 +56,9 @@ class McpTool:
     def title(self, inp: Any, ctx: ToolContext) -> str:
         return f"{self.server.config.name}: {self.shown}"
 
+    def prompt_title(self, inp: Any, ctx: ToolContext) -> str:
+        return self.title(inp, ctx)
+
     def normalise(self, inp: Any, ctx: ToolContext) -> Any:
         return inp
 

@@ -15,6 +15,7 @@ import anyio
 from heddle.core.messages import Message
 from heddle.ids import is_session_id, session_id_problem
 from heddle.loop.thinking import MIN_BUDGET
+from heddle.core.tools import Seen
 from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
@@ -127,6 +128,9 @@ class Session:
     mcp: McpServers | None = None
     """Its MCP servers (`heddle.mcp.servers.start_servers`); None: it has none. Its turns
     offer their tools; `SessionRegistry.close` stops them."""
+    seen: dict[Path, Seen] = field(default_factory=dict)
+    """What its agent read and wrote (`heddle.tools.reads`), kept across its turns; a loaded
+    session starts with none (the transcript does not hold the files' texts)."""
 
     def expect_open(self) -> None:
         """SessionError `notFound` if the session is being closed: it is as good as gone."""

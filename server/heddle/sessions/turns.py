@@ -170,7 +170,8 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     try:
         with turn.scope:
             async with anyio.create_task_group() as tg:
-                def context(sink, run_agent) -> ToolContext:
+                def context(sink, run_agent, seen=None) -> ToolContext:
+                    # a sub-agent's reads are its own: the agent never saw what it read
                     return ToolContext(
                         session.workspace, emit=sink,
                         env=tool_env(pass_env=session.policy.pass_env),
@@ -181,10 +182,11 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
                         results_dir=session_results_dir(sessions_dir(), session.id),
-                        run_agent=run_agent, permission_mode=lambda: session.policy.mode)
+                        run_agent=run_agent, permission_mode=lambda: session.policy.mode,
+                        seen={} if seen is None else seen)
 
-                toolbox = Toolbox(tools_of(session, deps), context(emit, None), asker,
-                                  session.permission_lock)
+                toolbox = Toolbox(tools_of(session, deps), context(emit, None, session.seen),
+                                  asker, session.permission_lock)
                 config = loop_config(session, request, deps)
                 seams = LoopDeps(model, toolbox, session.policy, compactor=compactor,
                                  stop_hooks=stop_hooks_of(session, emit), loop_asker=asker)

@@ -18,7 +18,7 @@ AGENT_TOOLS = ("Read", "Grep", "Glob", "LS")
 AGENT_MAX_TURNS = 40
 
 
-class TaskInput(msgspec.Struct, forbid_unknown_fields=True):
+class TaskInput(msgspec.Struct):
     description: Annotated[str, msgspec.Meta(min_length=1, max_length=80, description="A short (3-6 word) label for the task, shown to the user")]
     prompt: Annotated[str, msgspec.Meta(min_length=1, description="The full task for the sub-agent: what to find out and what to report back. It sees nothing of this conversation")]
 

@@ -25,7 +25,8 @@ class ToolBase:
     - an input field named `path` is a path: `normalise` resolves it (absolute, symlink-free,
       inside the workspace or ToolError), so a new tool's path is checked without asking for
       it, and the templates see it relative to the workspace. Other inputs are used as given.
-    - `title_template`: the call's title, formatted with the input's fields.
+    - `title_template`: the call's title, formatted with the input's fields; a permission
+      prompt has the same title.
     - `rule_template`: the rule "allow always" saves, formatted likewise; None: the tool's
       name, a rule for every call of it.
     - no preview.
@@ -43,6 +44,9 @@ class ToolBase:
     def title(self, inp: Any, ctx: ToolContext) -> str:
         return self.title_template.format_map(self._fields(inp, ctx))
 
+    def prompt_title(self, inp: Any, ctx: ToolContext) -> str:
+        return self.title(inp, ctx)
+
     def rule_for(self, inp: Any, ctx: ToolContext) -> str:
         if self.rule_template is None:
             return self.name
@@ -57,6 +61,11 @@ class ToolBase:
         if _has_path(inp):
             fields["path"] = ctx.relative(Path(inp.path))
         return fields
+
+
+FILE_PATH: dict[str, str] = {"file_path": "path"}
+"""The alias of `path` in the inputs that have one (`heddle.tools.inputs`): the name Claude
+models are trained to use."""
 
 
 def _has_path(inp: msgspec.Struct) -> bool:

@@ -12,8 +12,9 @@ from heddle.core.events import DiffPreview
 from heddle.core.hunks import Review
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
 from heddle.tools.files import replace_text
-from heddle.tools.base import ToolBase
-from heddle.tools.landing import current, diff_preview, land, land_reviewed, unified_diff
+from heddle.tools.base import FILE_PATH, ToolBase
+from heddle.tools.landing import diff_preview, land, land_reviewed, start, unified_diff
+from heddle.tools.reads import unread_note
 
 
 def _lines(text: str) -> str:
@@ -21,7 +22,8 @@ def _lines(text: str) -> str:
     return f"{n} line{'s' if n != 1 else ''}"
 
 
-class WriteInput(msgspec.Struct, forbid_unknown_fields=True):
+class WriteInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     path: Annotated[str, msgspec.Meta(description="File to write, absolute or relative to the workspace; missing folders are created")]
     content: Annotated[str, msgspec.Meta(description="The complete new content of the file")]
 
@@ -40,12 +42,12 @@ class Write(ToolBase):
     rule_template = "Edit({path})"
 
     async def preview(self, inp: WriteInput, ctx: ToolContext) -> DiffPreview:
-        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        cur, _ = await anyio.to_thread.run_sync(start, ctx, Path(inp.path), self.name)
         return await diff_preview(ctx, Path(inp.path), cur.text or "", inp.content)
 
     async def run(self, inp: WriteInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
-        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        cur, _ = await anyio.to_thread.run_sync(start, ctx, path, self.name)
         before, rel = cur.text, ctx.relative(path)
         if before == inp.content:
             return ToolOutput(f"{rel} already has this content; nothing changed.", "unchanged")
@@ -59,13 +61,14 @@ class Write(ToolBase):
         return await land_reviewed(ctx, Path(inp.path), review, self.name)
 
 
-class EditOperation(msgspec.Struct, forbid_unknown_fields=True):
+class EditOperation(msgspec.Struct):
     old_string: Annotated[str, msgspec.Meta(description="Exact text to replace, as the file reads after the previous edits")]
     new_string: Annotated[str, msgspec.Meta(description="Replacement text")]
     replace_all: Annotated[bool, msgspec.Meta(description="Replace every occurrence")] = False
 
 
-class MultiEditInput(msgspec.Struct, forbid_unknown_fields=True):
+class MultiEditInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     path: Annotated[str, msgspec.Meta(description="File to edit, absolute or relative to the workspace")]
     edits: Annotated[list[EditOperation], msgspec.Meta(min_length=1, description="Applied in order, each to the result of the previous one")]
 
@@ -111,20 +114,20 @@ class MultiEdit(ToolBase):
         return before, text, count
 
     async def preview(self, inp: MultiEditInput, ctx: ToolContext) -> DiffPreview:
-        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        cur, _ = await anyio.to_thread.run_sync(start, ctx, Path(inp.path), self.name)
         before, after, _ = self._apply(inp, cur.text)
         return await diff_preview(ctx, Path(inp.path), before or "", after)
 
     async def run(self, inp: MultiEditInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
-        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        cur, known = await anyio.to_thread.run_sync(start, ctx, path, self.name)
         before, after, count = self._apply(inp, cur.text)
         problems = await land(ctx, path, cur, after, self.name)
         rel = ctx.relative(path)
         summary = "created" if before is None else f"{count} replacement{'s' if count != 1 else ''}"
-        return ToolOutput(f"{'Created' if before is None else 'Edited'} {rel} ({summary} "
-                          f"from {len(inp.edits)} edits).{problems}", summary,
-                          diff=unified_diff(rel, before or "", after))
+        text = (f"{'Created' if before is None else 'Edited'} {rel} ({summary} from "
+                f"{len(inp.edits)} edits).") + ("" if known else unread_note(ctx, path))
+        return ToolOutput(text + problems, summary, diff=unified_diff(rel, before or "", after))
 
     async def run_reviewed(self, inp: MultiEditInput, ctx: ToolContext,
                            review: Review) -> ToolOutput:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Annotated, ClassVar, Iterable
+from typing import Annotated, ClassVar, Iterable, Literal
 
 import anyio
 import msgspec
@@ -14,15 +14,17 @@ from heddle.regular import NotRegularFile, open_regular
 from heddle.core.events import DiffPreview
 from heddle.core.hunks import Review
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
-from heddle.tools.base import ToolBase
-from heddle.tools.landing import current, diff_preview, land, land_reviewed, unified_diff
+from heddle.tools.base import FILE_PATH, ToolBase
+from heddle.tools.landing import diff_preview, land, land_reviewed, start, unified_diff
+from heddle.tools.reads import Hashing, fingerprint, remember, unread_note
 from heddle.words import plural
 
 MAX_LINE_CHARS = 2000
 SNIFF_BYTES = 8192
 
 
-class ReadInput(msgspec.Struct, forbid_unknown_fields=True):
+class ReadInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     path: Annotated[str, msgspec.Meta(description="File to read, absolute or relative to the workspace")]
     offset: Annotated[int, msgspec.Meta(ge=1, description="First line to read (1-based)")] = 1
     limit: Annotated[int, msgspec.Meta(ge=1, le=5000, description="Number of lines")] = 2000
@@ -43,31 +45,38 @@ class Read(ToolBase):
     rule_template = "Read({path})"
 
     async def run(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
-        return await anyio.to_thread.run_sync(self._read, inp, ctx)
+        out, print_, source = await anyio.to_thread.run_sync(self._read, inp, ctx)
+        remember(ctx, Path(inp.path), print_, source, "read")  # a part read counts as read
+        return out
 
-    def _read(self, inp: ReadInput, ctx: ToolContext) -> ToolOutput:
+    def _read(self, inp: ReadInput, ctx: ToolContext
+              ) -> tuple[ToolOutput, str, Literal["disk", "editor"]]:
+        """The lines, and the fingerprint and source of the whole text they were taken from."""
         path = Path(inp.path)
         buffer = ctx.documents.buffer(path) if ctx.documents is not None else None
         if buffer is not None:  # the editor's text is what the user sees, saved or not
             note = (f"The editor has unsaved changes to {ctx.relative(path)}; this is the "
                     "editor's text, not the file on disk.\n" if ctx.documents.unsaved(path)
                     else "")
-            return self._lines(inp, io.StringIO(buffer.text, newline="\n"), note)
+            out = self._lines(inp, io.StringIO(buffer.text, newline="\n"), note)
+            return out, fingerprint(buffer.text), "editor"
         if path.is_dir():
             raise ToolError(f"{inp.path} is a folder, not a file; use LS to list it")
         try:
-            raw = open_regular(path, buffering=1 << 16)  # never a pipe or a device: they block
+            file = open_regular(path, buffering=0)  # never a pipe or a device: they block
         except FileNotFoundError:
             raise ToolError(f"{inp.path} does not exist") from None
         except NotRegularFile as exc:
             raise ToolError(f"cannot read {exc}; Read shows files only") from None
         except OSError as exc:
             raise ToolError(f"cannot read {inp.path}: {exc.strerror}") from None
-        with raw:
+        hashing = Hashing(file)  # _lines reads to the end: the fingerprint is of all of it
+        with io.BufferedReader(hashing, 1 << 16) as raw:
             if b"\0" in raw.peek(SNIFF_BYTES)[:SNIFF_BYTES]:
                 raise ToolError(f"{inp.path} is a binary file ({os.fstat(raw.fileno()).st_size} "
                                 "bytes); Read shows text files only")
-            return self._lines(inp, io.TextIOWrapper(raw, "utf-8", "replace", "\n"))
+            out = self._lines(inp, io.TextIOWrapper(raw, "utf-8", "replace", "\n"))
+            return out, hashing.hash.hexdigest(), "disk"
 
     def _lines(self, inp: ReadInput, lines: Iterable[str], note: str = "") -> ToolOutput:
         budget = self.max_result_chars - 500
@@ -93,7 +102,8 @@ class Read(ToolBase):
         return ToolOutput(note + "\n".join(out), plural(shown_to - inp.offset + 1, "line"))
 
 
-class EditInput(msgspec.Struct, forbid_unknown_fields=True):
+class EditInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     path: Annotated[str, msgspec.Meta(description="File to edit, absolute or relative to the workspace")]
     old_string: Annotated[str, msgspec.Meta(description="Exact text to replace; must be unique unless replace_all. Empty to create a new file")]
     new_string: Annotated[str, msgspec.Meta(description="Replacement text")]
@@ -143,13 +153,13 @@ class Edit(ToolBase):
         return before, after, count
 
     async def preview(self, inp: EditInput, ctx: ToolContext) -> DiffPreview | None:
-        cur = await anyio.to_thread.run_sync(current, ctx, Path(inp.path))
+        cur, _ = await anyio.to_thread.run_sync(start, ctx, Path(inp.path), self.name)
         before, after, _ = self._apply(inp, cur.text)
         return await diff_preview(ctx, Path(inp.path), before, after)
 
     async def run(self, inp: EditInput, ctx: ToolContext) -> ToolOutput:
         path = Path(inp.path)
-        cur = await anyio.to_thread.run_sync(current, ctx, path)
+        cur, known = await anyio.to_thread.run_sync(start, ctx, path, self.name)
         before, after, count = self._apply(inp, cur.text)
         problems = await land(ctx, path, cur, after, self.name)
         rel = ctx.relative(path)
@@ -157,6 +167,8 @@ class Edit(ToolBase):
         created = not before and inp.old_string == ""
         summary = "created" if created else f"{count} {noun}"
         text = f"Created {rel}." if created else f"Edited {rel} ({summary})."
+        if not known:
+            text += unread_note(ctx, path)
         return ToolOutput(text + problems, summary, diff=unified_diff(rel, before, after))
 
     async def run_reviewed(self, inp: EditInput, ctx: ToolContext, review: Review) -> ToolOutput:

@@ -21,6 +21,7 @@ from heddle.core.hunks import Review, describe, reviewable, split
 from heddle.core.tools import Buffer, ToolContext, ToolError, ToolOutput
 from heddle.regular import NotRegularFile, read_regular
 from heddle.tools import diagnostics
+from heddle.tools.reads import check, fingerprint, remember
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
@@ -64,6 +65,13 @@ def current(ctx: ToolContext, path: Path) -> Current:
     return Current(read_text(path))
 
 
+def start(ctx: ToolContext, path: Path, tool: str) -> tuple[Current, bool]:
+    """The text an edit of `path` by `tool` starts from, and whether the agent knew it;
+    ToolError if it changed since the agent saw it (`reads.check`). Reads the disk."""
+    cur = current(ctx, path)
+    return cur, check(ctx, path, cur.text, cur.buffer is not None, tool)
+
+
 async def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) -> DiffPreview:
     """The permission preview of changing `path` from `before` to `after` (diffing a large
     file takes a while: not on the event loop)."""
@@ -76,12 +84,14 @@ async def diff_preview(ctx: ToolContext, path: Path, before: str, after: str) ->
 
 
 async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: str) -> str:
-    """Write `new_text`: through the editor for an open document, else to disk. Returns what
-    to add to the result: the editor's new errors and warnings in the document, if any."""
+    """Write `new_text`: through the editor for an open document, else to disk. The agent
+    knows the file as `new_text` after. Returns what to add to the result: the editor's new
+    errors and warnings in the document, if any."""
     rel = ctx.relative(path)
     if cur.buffer is None:
         await anyio.to_thread.run_sync(lambda: write_atomic(path, new_text, follow_symlinks=False,
                                                             private=False))
+        remember(ctx, path, fingerprint(new_text), "disk", "edit")
         return ""
     editor = ctx.documents.editor if ctx.documents is not None else None
     baseline = await diagnostics.before_edit(ctx, cur.buffer) if editor is not None else None
@@ -90,6 +100,7 @@ async def land(ctx: ToolContext, path: Path, cur: Current, new_text: str, tool: 
     if reason is not None:
         raise ToolError(f"The editor did not apply the edit to {rel}: {reason}. Read the file "
                         "again before editing it.")
+    remember(ctx, path, fingerprint(new_text), "editor", "edit")
     return await diagnostics.after_edit(ctx, baseline, new_text, rel)
 
 

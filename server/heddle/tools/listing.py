@@ -12,7 +12,7 @@ import anyio
 import msgspec
 
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
-from heddle.tools.base import ToolBase
+from heddle.tools.base import FILE_PATH, ToolBase
 from heddle.tools.globs import compile_glob
 from heddle.tools.search import LIST_FILES, run_ripgrep, with_unreadable
 from heddle.words import plural
@@ -21,7 +21,8 @@ MAX_FILES = 1000
 MAX_ENTRIES = 1000
 
 
-class GlobInput(msgspec.Struct, forbid_unknown_fields=True):
+class GlobInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     pattern: Annotated[str, msgspec.Meta(min_length=1, description="Glob relative to path: *.py (that folder only), **/*.py (any depth), src/**/test_*.{js,ts}")]
     path: Annotated[str, msgspec.Meta(description="Folder to search; default the workspace")] = "."
 
@@ -78,7 +79,8 @@ def _newest_first(root: Path, names: list[str], matches: Callable[[str], object]
     return sorted(paths, key=lambda p: (-mtime(p), str(p)))
 
 
-class LSInput(msgspec.Struct, forbid_unknown_fields=True):
+class LSInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = FILE_PATH
     path: Annotated[str, msgspec.Meta(description="Folder to list; default the workspace")] = "."
     ignore: Annotated[list[str], msgspec.Meta(description="Glob patterns of names to leave out, e.g. *.pyc")] = []
 

@@ -17,7 +17,7 @@ import anyio
 import msgspec
 
 from heddle.core.tools import ToolContext, ToolError, ToolOutput
-from heddle.tools.base import ToolBase
+from heddle.tools.base import FILE_PATH, ToolBase
 from heddle.words import plural
 
 
@@ -30,13 +30,27 @@ def ripgrep() -> str:
     return found
 
 
-class GrepInput(msgspec.Struct, forbid_unknown_fields=True):
+MAX_CONTEXT = 100
+
+Context = Annotated[int, msgspec.Meta(ge=0, le=MAX_CONTEXT)]
+
+
+class GrepInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = {**FILE_PATH, "context": "-C",
+                                         "case_insensitive": "-i"}
     pattern: Annotated[str, msgspec.Meta(min_length=1, description="Regular expression (Rust regex syntax)")]
     path: Annotated[str, msgspec.Meta(description="File or folder to search; default the workspace")] = "."
     glob: Annotated[str | None, msgspec.Meta(description="Only files matching this glob: *.py or *.{ts,tsx} (file names, any depth), src/**/*.py (paths relative to the workspace)")] = None
-    output_mode: Literal["content", "files_with_matches", "count"] = "content"
-    case_insensitive: bool = False
-    context: Annotated[int, msgspec.Meta(ge=0, le=20, description="Lines of context around matches")] = 0
+    type: Annotated[str | None, msgspec.Meta(description="Only files of this ripgrep type (rg --type): py, js, ts, rust, go, java, ...")] = None
+    output_mode: Annotated[Literal["content", "files_with_matches", "count"], msgspec.Meta(description="content: matching lines as path:line:text (default); files_with_matches: paths only; count: path:matches")] = "content"
+    ignore_case: Annotated[bool, msgspec.Meta(description="Case-insensitive (rg -i)")] = msgspec.field(name="-i", default=False)
+    after: Annotated[Context, msgspec.Meta(description=f"Lines to show after each match, content mode (rg -A), 0-{MAX_CONTEXT}")] = msgspec.field(name="-A", default=0)
+    before: Annotated[Context, msgspec.Meta(description=f"Lines to show before each match, content mode (rg -B), 0-{MAX_CONTEXT}")] = msgspec.field(name="-B", default=0)
+    around: Annotated[Context, msgspec.Meta(description=f"Lines to show before and after each match, content mode (rg -C); -A and -B override it on their side")] = msgspec.field(name="-C", default=0)
+    numbers: Annotated[bool, msgspec.Meta(description="Line numbers in content mode (rg -n); default true")] = msgspec.field(name="-n", default=True)
+    multiline: Annotated[bool, msgspec.Meta(description="Let the pattern span lines, with . matching newlines too (rg -U --multiline-dotall); every line of a match is shown")] = False
+    head_limit: Annotated[Annotated[int, msgspec.Meta(ge=1)] | None, msgspec.Meta(description="Show at most this many lines of the result (content: lines, files_with_matches: files, count: files), like | head -N; default all (long results are cut in the middle)")] = None
+    offset: Annotated[int, msgspec.Meta(ge=0, description="Skip this many lines of the result first (with head_limit: pages through it)")] = 0
 
 
 class Grep(ToolBase):
@@ -46,7 +60,9 @@ class Grep(ToolBase):
         "that .gitignore or .ignore exclude and the .git folder are skipped, even when glob "
         "matches them; hidden files are searched. output_mode: content (matching lines as "
         "path:line:text), files_with_matches, or count; files come in path order. Narrow with "
-        "glob (e.g. *.py) and path; context adds lines around matches.")
+        "path, glob (e.g. *.py) or type (e.g. py); -A/-B/-C add context lines, -i ignores "
+        "case, multiline lets a match span lines; head_limit and offset page through a long "
+        "result.")
     input_type = GrepInput
     concurrency_safe = True
     read_only = True
@@ -133,40 +149,65 @@ def _command(inp: GrepInput) -> list[str]:
     elif inp.output_mode == "count":
         args.append("--count")
     else:
-        args.append("--line-number")
-        if inp.context:
-            args += ["--context", str(inp.context)]
-    if inp.case_insensitive:
+        args.append("--line-number")  # always: it tells context lines apart; -n false drops it
+        for flag, lines in (("--context", inp.around), ("--after-context", inp.after),
+                            ("--before-context", inp.before)):
+            if lines:
+                args += [flag, str(lines)]
+    if inp.ignore_case:
         args.append("--ignore-case")
+    if inp.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if inp.type:
+        args += ["--type", inp.type]
     if inp.glob:
         args += ["--glob", inp.glob]
     return args + ["--regexp", inp.pattern, "--", inp.path]
 
 
 def _result(inp: GrepInput, out: bytes, root: str, kept: set[str] | None) -> ToolOutput:
+    content = inp.output_mode == "content"
     found = _by_file(out.decode(errors="replace"), root, inp.output_mode == "files_with_matches",
-                     kept)
+                     kept, numbers=inp.numbers or not content)
     if not found:
         return ToolOutput("No matches.", "no matches")
     # ripgrep searches files in parallel and prints each one as it is done: in path order,
     # the same search gives the same result
     blocks = [_strip_separators(found[path]) for path in sorted(found)]
-    text = ("\n--\n" if inp.context else "\n").join("\n".join(b) for b in blocks)
-    if inp.output_mode == "content":
+    separated = content and (inp.around or inp.after or inp.before)
+    lines = [line for i, b in enumerate(blocks) for line in (["--"] if separated and i else []) + b]
+    if content:
         summary = plural(sum(len(b) - b.count('--') for b in blocks), "line")
     else:
         summary = plural(len(blocks), "file")
+    if inp.offset or inp.head_limit is not None:
+        return _page(inp, lines, summary)
     # over-long output is cut by the executor, which keeps the full text on disk
-    return ToolOutput(text, summary)
+    return ToolOutput("\n".join(lines), summary)
+
+
+def _page(inp: GrepInput, lines: list[str], summary: str) -> ToolOutput:
+    """The lines from `offset`, at most `head_limit` of them, and where the next page starts."""
+    end = len(lines) if inp.head_limit is None else min(len(lines), inp.offset + inp.head_limit)
+    shown = lines[inp.offset:end]
+    if not shown:
+        raise ToolError(f"offset {inp.offset} is past the end of the result ({len(lines)} "
+                        "lines)")
+    note = (f"(lines {inp.offset + 1}-{end} of {len(lines)}"
+            + (f"; read on with offset={end})" if end < len(lines) else ")"))
+    return ToolOutput("\n".join(shown) + f"\n\n{note}", f"{summary}, {len(shown)} shown")
 
 
 _CONTEXT_LINE = re.compile(r"\d+-")
+_NUMBER = re.compile(r"^\d+[:-]")
 
 
-def _by_file(out: str, root: str, names_only: bool, kept: set[str] | None) -> dict[str, list[str]]:
+def _by_file(out: str, root: str, names_only: bool, kept: set[str] | None,
+             numbers: bool = True) -> dict[str, list[str]]:
     """ripgrep's `--null` output as path (relative to `root` when inside it) → its lines, in
     ripgrep's order: `path:12:text`, `path-11-text` (context), `--` between groups of lines,
-    `path:3` (count), or `path` alone (files_with_matches). Only the paths in `kept`, if given."""
+    `path:3` (count), or `path` alone (files_with_matches). Only the paths in `kept`, if given;
+    without `numbers`, the line numbers are left out (`path:text`, `path-text`)."""
     if names_only:
         return {p.removeprefix(root): [p.removeprefix(root)] for p in out.split("\0")
                 if p and (kept is None or p in kept)}
@@ -179,7 +220,10 @@ def _by_file(out: str, root: str, names_only: bool, kept: set[str] | None) -> di
         elif nul:
             path = path.removeprefix(root)
             lines = found.setdefault(path, [])
-            lines.append(path + ("-" if _CONTEXT_LINE.match(rest) else ":") + rest)
+            context = _CONTEXT_LINE.match(rest)
+            if not numbers:
+                rest = _NUMBER.sub("", rest, count=1)
+            lines.append(path + ("-" if context else ":") + rest)
         elif line == "--":
             if lines is not None:
                 lines.append(line)

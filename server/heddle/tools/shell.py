@@ -21,13 +21,16 @@ from heddle.processes.groups import open_group, reap
 from heddle.rules import bash_rule_for
 from heddle.tools.base import ToolBase, cap
 
-DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 600.0
+DEFAULT_TIMEOUT_MS = 120_000
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 600_000
+TITLE_CHARS = 120
 
 
-class BashInput(msgspec.Struct, forbid_unknown_fields=True):
+class BashInput(msgspec.Struct):
     command: Annotated[str, msgspec.Meta(min_length=1, description="The shell command to run")]
-    timeout: Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT, description="Seconds before the command is killed (default 120)")] = DEFAULT_TIMEOUT
+    timeout: Annotated[float, msgspec.Meta(ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS, description=f"Milliseconds before the command and its children are killed: {MIN_TIMEOUT_MS} to {MAX_TIMEOUT_MS} (10 minutes); default {DEFAULT_TIMEOUT_MS} (2 minutes)")] = DEFAULT_TIMEOUT_MS
+    description: Annotated[str | None, msgspec.Meta(description="What the command does, in 5-10 words (Run the unit tests): the call's title for the user")] = None
 
 
 class HeadTail:
@@ -62,7 +65,8 @@ class Bash(ToolBase):
     description: ClassVar[str] = (
         "Run a bash command in the workspace folder and return its exit code and combined "
         "stdout/stderr. Long output is cut in the middle. The command is killed with all its "
-        "children after `timeout` seconds. Stdin is empty, so interactive commands fail. "
+        "children after `timeout` milliseconds (default 2 minutes, at most 10). Stdin is "
+        "empty, so interactive commands fail. "
         "Environment variables holding secrets (API keys, tokens) are not passed on. Prefer "
         "Read, Glob, Grep and LS to inspect files, and Edit to change them.")
     input_type = BashInput
@@ -71,8 +75,12 @@ class Bash(ToolBase):
     max_result_chars = 30_000
 
     def title(self, inp: BashInput, ctx: ToolContext) -> str:
+        label = " ".join((inp.description or "").split())
+        return label[:TITLE_CHARS] if label else self.prompt_title(inp, ctx)
+
+    def prompt_title(self, inp: BashInput, ctx: ToolContext) -> str:
         first = inp.command.strip().splitlines()[0] if inp.command.strip() else inp.command
-        return f"Run: {first[:120]}"
+        return f"Run: {first[:TITLE_CHARS]}"
 
     def rule_for(self, inp: BashInput, ctx: ToolContext) -> str:
         return bash_rule_for(inp.command)
@@ -87,7 +95,7 @@ class Bash(ToolBase):
         output = HeadTail(self.max_result_chars * 2)
         timed_out = False
         try:
-            with anyio.move_on_after(inp.timeout) as scope:
+            with anyio.move_on_after(inp.timeout / 1000) as scope:
                 async for chunk in process.stdout:
                     output.add(chunk)
                     ctx.output("combined", chunk)
@@ -99,12 +107,17 @@ class Bash(ToolBase):
         code = process.returncode
         exit_code, killed_by = (code, None) if code is None or code >= 0 else (None, _name(-code))
         if timed_out:
-            return ToolOutput(f"Command timed out after {inp.timeout:g} s and was killed.\n"
-                              f"{output}", f"timed out after {inp.timeout:g} s", is_error=True,
-                              exit_code=exit_code, signal=killed_by)
+            after = _duration(inp.timeout)
+            return ToolOutput(f"Command timed out after {after} (timeout {inp.timeout:g} ms) and "
+                              f"was killed.\n{output}", f"timed out after {after}",
+                              is_error=True, exit_code=exit_code, signal=killed_by)
         summary = f"killed by {killed_by}" if killed_by else f"exit {code}"
         return ToolOutput(f"Exit code {code}\n{output}" if output else f"Exit code {code}",
                           summary, exit_code=exit_code, signal=killed_by)
+
+
+def _duration(ms: float) -> str:
+    return f"{ms / 1000:g} s" if ms < 60_000 else f"{ms / 60_000:g} min"
 
 
 def _name(number: int) -> str:

@@ -11,13 +11,14 @@ from heddle.core.tools import ToolContext, ToolOutput
 from heddle.tools.base import ToolBase
 
 
-class TodoInput(msgspec.Struct, forbid_unknown_fields=True):
+class TodoInput(msgspec.Struct):
+    aliases: ClassVar[dict[str, str]] = {"activeForm": "active_form"}
     content: Annotated[str, msgspec.Meta(min_length=1, description="The task, imperative: Run the tests")]
     status: Literal["pending", "in_progress", "completed"]
     active_form: Annotated[str | None, msgspec.Meta(description="The task while it runs: Running the tests")] = None
 
 
-class TodoWriteInput(msgspec.Struct, forbid_unknown_fields=True):
+class TodoWriteInput(msgspec.Struct):
     todos: Annotated[list[TodoInput], msgspec.Meta(description="The whole plan; replaces the previous one")]
 
 

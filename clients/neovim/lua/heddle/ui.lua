@@ -415,7 +415,9 @@ function Transcript:permission_asked(id, title, preview)
   if not (tool and tool.previewed) then
     details = format.preview(preview)
   end
-  self:update_tool(id, { title = title, status = 'waiting' }, details)
+  -- A command's call keeps its title (the model's description of it): the command shows below.
+  local keep = tool and type(preview) == 'table' and preview.kind == 'command'
+  self:update_tool(id, { title = keep and tool.title or title, status = 'waiting' }, details)
   if self.tools[id] then
     self.tools[id].previewed = self.tools[id].previewed or details ~= nil
   end

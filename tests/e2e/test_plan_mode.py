@@ -114,6 +114,43 @@ async def test_read_only_commands_run_in_plan_mode_and_others_are_refused(
     assert not (workspace / "f").exists() and (workspace / "app.py").exists()
 
 
+@pytest.mark.parametrize("armed", [
+    ("config", "[core]\n\tfsmonitor = \"touch {marker}; false\"\n", "core.fsmonitor"),
+    ("config", "[Diff \"x\"]\n\ttextconv = touch {marker}\n", "diff.x.textconv"),
+    ("config", "[include]\n\tpath = {marker}\n", "include.path"),
+    ("hooks/post-index-change", "#!/bin/sh\ntouch {marker}\n", "post-index-change hook"),
+], ids=["fsmonitor", "textconv", "include", "hook"])
+async def test_git_does_not_run_unasked_in_a_repository_whose_config_names_a_program(
+        client, scripted, workspace, tmp_path, armed):
+    """A repository's own .git/config is workspace content: a key that makes git run a
+    program keeps git from running in plan mode (the program would run unasked)."""
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    name, text, said = armed
+    marker = tmp_path / "ran"
+    target = workspace / ".git" / name
+    target.parent.mkdir(exist_ok=True)
+    with target.open("a") as f:
+        f.write(text.format(marker=marker))
+    target.chmod(0o755)
+    scripted.add_scenario("armed", steps([
+        tool("Bash", command="git status"),
+        tool("Bash", command="cd sub && git log"),
+        tool("Bash", command="ls")]))
+    sid = await new_session(client, workspace, "armed", permissionMode="plan")
+
+    done = await client.call("turn/start", {"sessionId": sid, "prompt": "look"}, timeout=TURN)
+
+    assert done["reason"] == "completed" and client.permission_requests == []
+    status, after_cd, listing = results(scripted.requests_for("armed")[-1])
+    assert status["is_error"] and text_of(status).startswith(
+        "This command is not available in plan mode: git does not run unasked in this "
+        "repository: ")
+    assert said in text_of(status)
+    assert after_cd["is_error"] and "git runs after a cd here" in text_of(after_cd)
+    assert "app.py" in text_of(listing) and not listing.get("is_error")
+    assert not marker.exists()
+
+
 async def test_an_approved_plan_switches_the_mode_and_the_model_is_told(
         client, scripted, workspace):
     scripted.add_scenario("approve", steps(

@@ -8,9 +8,12 @@ calls are refused with `not_planning`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from heddle.commands import analyse
 from heddle.core.tools import Tool
+from heddle.permissions.gitconfig import runs_programs
 from heddle.permissions.readonly import NAMES, refusal
 from heddle.rules import PLAN_TOOL
 
@@ -23,11 +26,11 @@ def not_planning(mode: str) -> str:
             "in your answer if you want their view first).")
 
 
-def plan_refusal(tool: Tool, inp: Any) -> str | None:
+def plan_refusal(tool: Tool, inp: Any, workspace: Path) -> str | None:
     """Why plan mode refuses this call (of a tool that is not read-only); None: a Bash command
     line that only reads, which plan mode lets run."""
     if tool.name == "Bash" and isinstance(command := getattr(inp, "command", None), str):
-        why = refusal(command)
+        why = refusal(command) or git_refusal(command, workspace)
         if why is None:
             return None
         return (f"This command is not available in plan mode: {why}. Only read-only command "
@@ -37,3 +40,23 @@ def plan_refusal(tool: Tool, inp: Any) -> str | None:
     return (f"{tool.name} is not available in plan mode: only read-only tools and read-only "
             "commands run. Describe the change you would make in your plan instead, and "
             f"present the plan with {PLAN_TOOL}.")
+
+
+def git_refusal(command: str, workspace: Path) -> str | None:
+    """Why the git commands of a read-only command line may not run unasked: the repository
+    they run in names programs for git to run (`heddle.permissions.gitconfig`). Each `git -C`
+    folder is checked; after a `cd` the folder is not known, so git is not run."""
+    commands = analyse(command).commands
+    gits = [c.plain for c in commands if c.plain and c.plain[0] == "git"]
+    if not gits:
+        return None
+    if any(c.plain and c.plain[0] == "cd" for c in commands):
+        return "git runs after a cd here: run it from the workspace, with git -C FOLDER"
+    for words in gits:
+        folder = workspace
+        for i, word in enumerate(words[:-1]):
+            if word == "-C":
+                folder = folder / words[i + 1]
+        if (why := runs_programs(folder)) is not None:
+            return f"git does not run unasked in this repository: {why}"
+    return None

@@ -216,7 +216,7 @@ class PermissionPolicy:
             return Ask("") if self.mode == "plan" else Deny(not_planning(self.mode))
         read_only = tool.read_only
         if self.mode == "plan" and not read_only:
-            if (why := plan_refusal(tool, inp)) is not None:
+            if (why := plan_refusal(tool, inp, ctx.workspace)) is not None:
                 return Deny(why)
             read_only = True  # a read-only command line
         if self.mode != "bypassPermissions" and self.protects(tool, inp, ctx):

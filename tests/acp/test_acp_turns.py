@@ -123,7 +123,7 @@ async def test_resources_become_context(scripted, daemon_env, workspace):
         result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[
             text_block("What is this?"), link, embedded]), 30)
     assert result.stop_reason == "end_turn"
-    sent = scripted.requests_for("ctx")[0].body["messages"][-1]["content"][0]["text"]
+    sent = scripted.requests_for("ctx")[0].body["messages"][-1]["content"][-1]["text"]
     assert f"- {workspace / 'README.md'}\n" in sent
     assert f"- {workspace / 'app.py'}:\n```\nSECRET-SELECTION\n```" in sent
     assert sent.endswith("What is this?")

@@ -128,7 +128,7 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert "Second answer." in second.stdout and "First answer." not in second.stdout
     assert f"continuing session {session_id}: remember 42 (1 turn)" in second.stderr
     sent = scripted.requests_for("chat")[1].body["messages"]
-    assert sent[0]["content"][0]["text"] == "remember 42"
+    assert sent[0]["content"][-1]["text"] == "remember 42"
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
     # a whole id is loaded as it is: the daemon says why it cannot be (exit 1)

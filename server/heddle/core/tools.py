@@ -102,6 +102,10 @@ class ToolContext:
     run_agent: Callable[..., Awaitable[ToolOutput]] | None = None
     """Runs a sub-agent: `await run_agent(name, prompt, tool_call_id)`. None inside sub-agents
     (they cannot start their own)."""
+    on_file: Callable[[str, Path], str | None] | None = None
+    """Told after tool `name` read or changed the file `path` without error; returns text for
+    the model to read after the call's result (the instructions of a folder it meets for the
+    first time), or None. None: nobody is told."""
 
     def output(self, stream: OutputStream, data: bytes, hook: str | None = None) -> None:
         """Report bytes the running call's command (or `hook`'s) wrote, for the editor to show

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import anyio
@@ -36,6 +37,9 @@ from heddle.tools.base import budget_result, schema_of
 
 log = logging.getLogger(__name__)
 
+FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write")
+"""The tools that read or change one file (`path`): `ToolContext.on_file` hears of them."""
+
 
 @dataclass
 class _Call:
@@ -53,6 +57,8 @@ class _Call:
     """Cancelled when the call's result is discarded while it runs."""
     images: tuple[tuple[str, str], ...] = ()
     """(media type, base64) of the images its result shows the model (an MCP tool's)."""
+    note: str | None = None
+    """Text added after the result once it is within its size budget (`ToolContext.on_file`)."""
 
     @property
     def safe(self) -> bool:
@@ -200,6 +206,8 @@ class ToolExecutor:
         limit = call.tool.max_result_chars if call.tool else 10_000
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
+        if call.note and status == "ok":
+            content = f"{content}\n\n{call.note}"
         images = tuple(ImageBlock(ImageSource(kind, data)) for kind, data in call.images)
         text = content or ("" if images else "(no output)")
         call.result = ToolResultBlock(call.block.id, ((TextBlock(text),) if text else ()) + images
@@ -248,6 +256,9 @@ class ToolExecutor:
         except ToolError as exc:
             return "error", str(exc), str(exc), None
         content, is_error = output.content, output.is_error
+        path = getattr(inp, "path", None) if tool.name in FILE_TOOLS else None
+        if not is_error and isinstance(path, str) and self.ctx.on_file is not None:
+            call.note = self.ctx.on_file(tool.name, Path(path))
         feedback = await self._post_hooks(tool, inp, content, is_error)
         if feedback is not None and feedback.stop:
             self.stop_reason = feedback.stop

@@ -18,6 +18,7 @@ from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.settings import ModelLimitSettings
+from heddle.sessions.briefs import Briefing, read as read_briefing
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptInUse, TranscriptWriter, held_elsewhere, read)
 from heddle.settings import CacheSettings
@@ -117,6 +118,8 @@ class Session:
     mcp: McpServers | None = None
     """Its MCP servers (`heddle.mcp.servers.start_servers`); None: it has none. Its turns
     offer their tools; `SessionRegistry.close` stops them."""
+    briefing: Briefing | None = None
+    """Its instruction files and environment (`heddle.sessions.briefs`); None: no briefing."""
 
     def expect_open(self) -> None:
         """SessionError `notFound` if the session is being closed: it is as good as gone."""
@@ -159,6 +162,7 @@ class SessionRegistry:
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
                           system_extra, options=options.over(defaults), documents=self.documents)
+        session.briefing = read_briefing(session.workspace)
         if self.directory is not None:
             session.transcript = TranscriptWriter(
                 self.directory / f"{session.id}.jsonl",
@@ -256,6 +260,7 @@ class SessionRegistry:
                           messages=loaded.messages, turns_run=loaded.turns,
                           options=options.over(defaults), transcript=transcript,
                           created_at=h.created_at, documents=self.documents)
+        session.briefing = read_briefing(session.workspace)
         for warning in loaded.warnings:
             log.warning("session %s: %s", h.session_id, warning)
         return session

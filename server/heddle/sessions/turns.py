@@ -41,6 +41,7 @@ from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
 from heddle.processes.environment import tool_env
 from heddle.sessions.agents import agent_runner
+from heddle.sessions.briefs import AgentBrief, file_hook, opening
 from heddle.sessions.retention import tool_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
@@ -141,7 +142,13 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                emit: Callable[[CoreEvent], None], asker: Asker, request_id: object) -> Terminal:
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
     session.turn = turn  # claimed before any await, so two waiters can never both start
-    prompt = Message("user", (TextBlock(text),))
+    try:
+        opening, agent_brief = await briefs_of(session)
+    except BaseException:
+        session.turn = None
+        turn.done.set()
+        raise
+    prompt = Message("user", opening + (TextBlock(text),))
     messages = append_user(session.messages, prompt.content)
     outlet = emit if isinstance(emit, Outlet) else None
     transcript = session.transcript
@@ -164,6 +171,9 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     try:
         with turn.scope:
             async with anyio.create_task_group() as tg:
+                on_file = (file_hook(session.briefing.instructions, session.briefing.folders)
+                           if session.briefing is not None else None)
+
                 def context(sink, run_agent) -> ToolContext:
                     return ToolContext(
                         session.workspace, emit=sink,
@@ -172,7 +182,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                         outside_allowed=lambda tool, path: session.policy.allows_outside(
                             tool, path, session.workspace),
                         results_dir=tool_results_dir(sessions_dir()) / session.id,
-                        run_agent=run_agent)
+                        run_agent=run_agent, on_file=on_file)
 
                 toolbox = Toolbox(tools_of(session, deps), context(emit, None), asker,
                                   session.permission_lock)
@@ -181,7 +191,8 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                  stop_hooks=stop_hooks_of(session, emit))
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
-                toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
+                toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit,
+                                                     agent_brief)
                 terminal = await drive(query(messages, config, seams, run), emit)
         if terminal is None:  # cancelled before the loop could report
             tail = () if turn.abort_reason == "interrupt" else (TextBlock(INTERRUPTED),)
@@ -209,6 +220,13 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
         turn.done.set()
 
 
+async def briefs_of(session: Session) -> tuple[tuple[Block, ...], AgentBrief | None]:
+    """The blocks the turn's prompt starts with, and what its sub-agents are told."""
+    if session.briefing is None:
+        return (), None
+    return await opening(session.briefing, session.workspace, session.model, session.messages)
+
+
 def table_limits(window_override: int = 0
                  ) -> Callable[[str, Mapping[str, ModelLimitSettings]], Limits]:
     """A model's limits as every door gives them to `TurnDeps.limits_for`: the table's, the
@@ -226,7 +244,7 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
     ttl = cache.ttl or "5m"
     limits_for = session_limits(session, deps)
     return LoopConfig(
-        system=system_prompt(session.workspace, session.system_extra), model=session.model,
+        system=system_prompt(session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
         fallback_model=session.options.fallback_model,
         token_budget=request.token_budget or parse_budget(request.prompt),
@@ -297,7 +315,7 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
     prompt cache."""
     if session.compactor is None:
         cache = session.cache.over(deps.cache)
-        prefix = Prefix(system_prompt(session.workspace, session.system_extra),
+        prefix = Prefix(system_prompt(session.system_extra),
                         tuple(schema_of(t) for t in tools_of(session, deps).values()),
                         (cache.ttl or "5m") if cache.prompt_cache else None,
                         session.options.thinking_budget)

@@ -215,6 +215,20 @@ def test_ask_shows_each_settings_warning_once(daemon_env, scripted, workspace):
     assert any("is not trusted" in line for line in warnings), warnings
 
 
+def test_ask_names_the_instruction_files_in_force(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}]})
+    (workspace / ".git").mkdir()  # the repository root: its file counts for the folder below
+    (workspace / "AGENTS.md").write_text("Answer in one line.\n")
+    (workspace / "big").mkdir()
+    (workspace / "big" / "CLAUDE.md").write_text("x" * 40_000)
+    result = heddle(["ask", "-w", str(workspace / "big"), "-m", "chat", "hello"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Hi."
+    named = [line for line in result.stderr.splitlines() if "instructions" in line]
+    assert named == [f"heddle: instructions: {workspace}/AGENTS.md, "
+                     f"{workspace}/big/CLAUDE.md (cut to fit the cap)"], result.stderr
+
+
 def test_ask_help_names_the_endpoint_variables(daemon_env):
     result = heddle(["ask", "--help"], daemon_env)
     assert result.returncode == 0

@@ -43,6 +43,8 @@ class Environment:
     commits: tuple[str, ...] | None = None
     left_out: tuple[str, ...] = ()
     """What was not ready in time (GIT_PARTS' words)."""
+    bound: float = BOUND
+    """The time it had (seconds)."""
 
 
 def model_line(model: str, cutoff: str | None) -> str:
@@ -68,7 +70,7 @@ async def environment(workspace: Path, model: str, cutoff: str | None, today: da
         model, cutoff, repo, got.values.get("main") if in_repo else None,
         got.values.get("status") if in_repo else None,
         got.values.get("commits") if in_repo else None,
-        tuple(GIT_PARTS[n] for n in got.late) if in_repo else ())
+        tuple(GIT_PARTS[n] for n in got.late) if in_repo else (), bound)
 
 
 def _bind(fn, workspace: Path):
@@ -83,7 +85,7 @@ def render(env: Environment) -> str:
              model_line(env.model, env.cutoff)]
     lines += _git_lines(env)
     if env.left_out:
-        lines.append(f"Not ready within {int(BOUND * 1000)} ms, so left out: "
+        lines.append(f"Not ready within {round(env.bound * 1000)} ms, so left out: "
                      f"{', '.join(env.left_out)} (run git yourself if you need it).")
     return "\n".join(lines + [CLOSE])
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 from heddle.briefing import environment as env
 from heddle.briefing import instructions as ins
+from heddle.briefing.gather import BOUND
 from heddle.core.messages import Block, Message, TextBlock, ToolResultBlock
 from heddle.model.limits import knowledge_cutoff
 from heddle.xdg import config_dir
@@ -67,15 +68,16 @@ def _texts(messages: tuple[Message, ...]) -> Iterator[str]:
 
 
 async def opening(briefing: Briefing, workspace: Path, model: str,
-                  messages: tuple[Message, ...], today: date | None = None
-                  ) -> tuple[tuple[Block, ...], AgentBrief]:
+                  messages: tuple[Message, ...], today: date | None = None,
+                  bound: float = BOUND) -> tuple[tuple[Block, ...], AgentBrief]:
     """The blocks a turn's prompt starts with: the whole briefing when the conversation holds
     none, else an update when the date or model changed (else nothing); and what the turn's
     sub-agents are told."""
     day = (today or date.today()).isoformat()
     cutoff = knowledge_cutoff(model)
     if briefing.environment is None:
-        briefing.environment = await env.environment(workspace, model, cutoff, today or date.today())
+        briefing.environment = await env.environment(workspace, model, cutoff,
+                                                     today or date.today(), bound)
     briefing.environment = replace(briefing.environment, today=day, model=model, cutoff=cutoff)
     texts = list(_texts(messages))
     briefing.folders |= ins.nested_seen(texts)

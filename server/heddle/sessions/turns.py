@@ -17,6 +17,7 @@ from typing import Callable, Literal, Mapping
 import anyio
 import anyio.lowlevel
 
+from heddle.briefing.gather import BOUND
 from heddle.context.compactor import CompactResult, Compactor
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits, estimate_tokens
@@ -90,6 +91,9 @@ class TurnDeps:
     compactions: CompactionListener | None = None
     """Told when each of a session's model compactions starts and how it ends (a door that
     shows them); None: nobody is."""
+    environment_bound: float = BOUND
+    """Seconds a session's first model call waits for its environment block (git facts not
+    ready by then are left out)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
     session.turn = turn  # claimed before any await, so two waiters can never both start
     try:
-        opening, agent_brief = await briefs_of(session)
+        opening, agent_brief = await briefs_of(session, deps.environment_bound)
     except BaseException:
         session.turn = None
         turn.done.set()
@@ -220,11 +224,13 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
         turn.done.set()
 
 
-async def briefs_of(session: Session) -> tuple[tuple[Block, ...], AgentBrief | None]:
+async def briefs_of(session: Session, bound: float = BOUND
+                    ) -> tuple[tuple[Block, ...], AgentBrief | None]:
     """The blocks the turn's prompt starts with, and what its sub-agents are told."""
     if session.briefing is None:
         return (), None
-    return await opening(session.briefing, session.workspace, session.model, session.messages)
+    return await opening(session.briefing, session.workspace, session.model, session.messages,
+                         bound=bound)
 
 
 def table_limits(window_override: int = 0

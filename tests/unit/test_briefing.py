@@ -178,6 +178,11 @@ def _git(repo: Path, *args: str) -> None:
                    cwd=repo, check=True, capture_output=True, timeout=30)
 
 
+def _out(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
 async def test_a_hostile_git_config_runs_nothing(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -186,14 +191,25 @@ async def test_a_hostile_git_config_runs_nothing(tmp_path):
     (repo / "a.txt").write_text("hello\n")
     _git(repo, "add", ".")
     _git(repo, "commit", "-q", "-m", "first")
+    # a commit that looks signed: `log.showSignature` would have gpg.program check it
+    tree = _out(repo, "rev-parse", "HEAD^{tree}")
+    head = _out(repo, "rev-parse", "HEAD")
+    signed = (f"tree {tree}\nparent {head}\nauthor T <t@example.com> 1700000000 +0000\n"
+              "committer T <t@example.com> 1700000000 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----"
+              "\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\nsigned\n")
+    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo,
+                            input=signed, capture_output=True, text=True, check=True,
+                            timeout=30).stdout.strip()
+    _git(repo, "update-ref", "HEAD", commit)
     marks = tmp_path / "marks"
     marks.mkdir()
     hooks = repo / "hooks"
     hooks.mkdir()
-    for hook in ("post-index-change", "pre-commit", "reference-transaction"):
-        (hooks / hook).write_text(f"#!/bin/sh\ntouch {marks}/{hook}\n")
+    for hook in ("post-index-change", "pre-commit", "reference-transaction", "gpg"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {marks}/{hook}\n")  # (gpg: gpg.program)
         (hooks / hook).chmod(0o755)
-    run = lambda name: f"sh -c 'touch {marks}/{name}; cat'"  # noqa: E731
+    # (quoted: an unquoted `;` starts a comment in git's config)
+    run = lambda name: f"\"sh -c 'touch {marks}/{name}; cat'\""  # noqa: E731
     with open(repo / ".git" / "config", "a") as f:
         f.write(f"[core]\n\tfsmonitor = {run('fsmonitor')}\n\tpager = {run('pager')}\n"
                 f"\thooksPath = {hooks}\n\tsshCommand = {run('ssh')}\n"
@@ -201,7 +217,7 @@ async def test_a_hostile_git_config_runs_nothing(tmp_path):
                 f"\tprocess = {run('process')}\n"
                 f"[diff]\n\texternal = {run('external')}\n"
                 f"[diff \"evil\"]\n\ttextconv = {run('textconv')}\n"
-                f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {run('gpg')}\n"
+                f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {hooks / 'gpg'}\n"
                 f"[status]\n\tsubmoduleSummary = true\n")
     # the same size and a new mtime: git must read the file again to tell, through its filter
     later = os.stat(repo / "a.txt").st_mtime + 100
@@ -209,5 +225,5 @@ async def test_a_hostile_git_config_runs_nothing(tmp_path):
     e = await env.environment(repo, "m", None, date(2026, 12, 2), bound=20)
     assert sorted(p.name for p in marks.iterdir()) == []
     assert e.repo == git.Repo(str(repo), "work")
-    assert e.status is not None and e.commits is not None and len(e.commits) == 1
+    assert e.status is not None and e.commits is not None and len(e.commits) == 2
     assert e.left_out == ()

@@ -188,3 +188,17 @@ async def test_plan_from_todowrite_and_usage(scripted, daemon_env, workspace):
         ("Read the code", "completed"), ("Fix greet", "in_progress")]
     usage = client.of("usage_update")
     assert usage and usage[-1]["size"] == 200000 and usage[-1]["used"] > 0
+
+
+async def test_the_instruction_files_in_force_are_in_the_answers_meta(scripted, daemon_env,
+                                                                      workspace):
+    (workspace / "AGENTS.md").write_text("Run the tests before you answer.\n")
+    scripted.add_scenario("told", {"steps": [{"content": [{"type": "text", "text": "ok"}]}]})
+    async with agent({**daemon_env, "HEDDLE_MODEL": "told"}, workspace) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert session.field_meta["heddle"]["instructions"] == [
+            {"path": str(workspace / "AGENTS.md"), "scope": "project", "bytes": 33}]
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id,
+                                           prompt=[text_block("hi")]), 30)
+    sent = scripted.requests_for("told")[0].body["messages"][0]["content"]
+    assert "Run the tests before you answer." in sent[1]["text"] and sent[-1]["text"] == "hi"

@@ -38,7 +38,8 @@ class Briefing:
     """Gathered at this daemon's first turn of the session."""
     folders: set[Path] = field(default_factory=set)
     """Folders below the workspace whose instructions the main conversation has (or that have
-    none)."""
+    none): found in the conversation at each turn's start (so a folder whose file a compaction
+    removed is told again), added to as the turn meets more."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,9 @@ async def opening(briefing: Briefing, workspace: Path, model: str,
                                                      today or date.today(), bound)
     briefing.environment = replace(briefing.environment, today=day, model=model, cutoff=cutoff)
     texts = list(_texts(messages))
-    briefing.folders |= ins.nested_seen(texts)
+    # in place: the turns' file hooks hold this set
+    briefing.folders.clear()
+    briefing.folders.update(ins.nested_seen(texts))
     whole = tuple(TextBlock(t) for t in (env.render(briefing.environment),
                                          ins.render(briefing.instructions)) if t)
     agents = AgentBrief(whole, lambda: file_hook(briefing.instructions, set()))

@@ -16,6 +16,11 @@ from heddle.loop.prompt import BASE_PROMPT
 from heddle.sessions.agents import AGENT_SYSTEM
 
 DONE = {"content": [{"type": "text", "text": "Done."}]}
+TURN = 60
+"""Seconds a turn may take: a fresh daemon's first model call waits seconds for the SDK's
+import on a loaded machine, and these turns make up to five calls."""
+
+pytestmark = pytest.mark.timeout(180)  # two or three such turns, and a git repository made
 
 
 def read(path: str) -> dict:
@@ -88,7 +93,8 @@ async def test_the_first_message_briefs_the_model_and_later_turns_keep_it(client
     assert result["instructions"][1]["bytes"] == len((repo / "AGENTS.md").read_bytes())
     sid = result["sessionId"]
 
-    first = await client.call("turn/start", {"sessionId": sid, "prompt": "check sub"})
+    first = await client.call("turn/start", {"sessionId": sid, "prompt": "check sub"},
+                              timeout=TURN)
     assert first["reason"] == "completed"
     requests = scripted.requests_for("b")
     body = requests[0].body
@@ -113,7 +119,8 @@ async def test_the_first_message_briefs_the_model_and_later_turns_keep_it(client
     (later,) = [b for b in requests[2].body["messages"][-1]["content"] if b["type"] == "tool_result"]
     assert "B = 2" in later["content"] and "SUB-RULE" not in later["content"]
 
-    second = await client.call("turn/start", {"sessionId": sid, "prompt": "again"})
+    second = await client.call("turn/start", {"sessionId": sid, "prompt": "again"},
+                               timeout=TURN)
     assert second["reason"] == "completed"
     requests = scripted.requests_for("b")
     turn2 = requests[3].body
@@ -142,17 +149,19 @@ async def test_a_loaded_session_is_not_briefed_again(daemons, scripted, project)
     scripted.add_scenario("l", {"steps": [DONE, DONE]})
     first = await daemons()
     sid = (await first.call("session/new", {"workspace": str(project), "model": "l"}))["sessionId"]
-    assert (await first.call("turn/start", {"sessionId": sid, "prompt": "one"}))["reason"] == "completed"
+    one = await first.call("turn/start", {"sessionId": sid, "prompt": "one"}, timeout=TURN)
+    assert one["reason"] == "completed"
     await first.stop()
     second = await daemons()
     loaded = await second.call("session/load", {"sessionId": sid})
     assert [Path(f["path"]).name for f in loaded["instructions"]] == [
         "AGENTS.md", "AGENTS.md", "style.md", "CLAUDE.md"]
-    assert (await second.call("turn/start", {"sessionId": sid, "prompt": "two"}))["reason"] == "completed"
-    one, two = scripted.requests_for("l")
-    assert strip(two.body["messages"][0]) == strip(one.body["messages"][0])
-    assert blocks(two.body["messages"][-1]) == ["two"]
-    assert sum(t.startswith("<environment>") for m in two.body["messages"] if m["role"] == "user"
+    two = await second.call("turn/start", {"sessionId": sid, "prompt": "two"}, timeout=TURN)
+    assert two["reason"] == "completed"
+    before, after = (r.body for r in scripted.requests_for("l"))
+    assert strip(after["messages"][0]) == strip(before["messages"][0])
+    assert blocks(after["messages"][-1]) == ["two"]
+    assert sum(t.startswith("<environment>") for m in after["messages"] if m["role"] == "user"
                for t in blocks(m)) == 1
 
 
@@ -167,7 +176,8 @@ async def test_a_sub_agent_gets_the_same_briefing_and_its_own_role(client, scrip
         DONE,
     ]})
     sid = await new_session(client, project, "m")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "what is A?"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "what is A?"},
+                               timeout=TURN)
     assert result["reason"] == "completed"
     main, sub, sub_result, after_task, last = scripted.requests_for("m")
     assert [b["text"] for b in sub.body["system"]] == [AGENT_SYSTEM.format(workspace=project)]
@@ -191,7 +201,8 @@ async def test_instruction_files_are_capped_and_the_cut_is_said(client, scripted
     assert files["CLAUDE.md"] == {"path": str(project / "CLAUDE.md"), "scope": "project",
                                   "bytes": 40_000, "truncated": True}
     assert all(f.get("truncated") for f in result["instructions"])
-    await client.call("turn/start", {"sessionId": result["sessionId"], "prompt": "hi"})
+    await client.call("turn/start", {"sessionId": result["sessionId"], "prompt": "hi"},
+                      timeout=TURN)
     (request,) = scripted.requests_for("c")
     instructions = blocks(request.body["messages"][0])[1]
     assert "x" * 32_000 in instructions and "x" * 33_000 not in instructions
@@ -207,7 +218,7 @@ async def test_a_workspace_outside_git_says_so_and_instructions_grant_nothing(
         DONE]})
     client.answer = lambda params: {"decision": "reject"}
     sid = await new_session(client, workspace, "n")
-    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"})
+    result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=TURN)
     assert result["reason"] == "completed"
     assert len(client.permission_requests) == 1  # the file's claim changed nothing
     environment, instructions, _ = blocks(scripted.requests_for("n")[0].body["messages"][0])

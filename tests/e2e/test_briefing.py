@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from e2e.test_turns import new_session
 from heddle.loop.prompt import BASE_PROMPT
 from heddle.sessions.agents import AGENT_SYSTEM
 
@@ -84,7 +83,7 @@ async def test_the_first_message_briefs_the_model_and_later_turns_keep_it(client
         {"content": [read("sub/a.py")]},
         {"content": [{"type": "text", "text": "Second."}]},
     ]})
-    result = await client.call("session/new", {"workspace": str(ws), "model": "b"})
+    result = await client.call("session/new", {"workspace": str(ws), "model": "b"}, timeout=TURN)
     listed = [(Path(f["path"]).relative_to(repo.parent).as_posix(), f["scope"])
               for f in result["instructions"]]
     assert listed == [("config/heddle/AGENTS.md", "user"), ("repo/AGENTS.md", "project"),
@@ -148,12 +147,13 @@ def strip(message: dict) -> str:
 async def test_a_loaded_session_is_not_briefed_again(daemons, scripted, project):
     scripted.add_scenario("l", {"steps": [DONE, DONE]})
     first = await daemons()
-    sid = (await first.call("session/new", {"workspace": str(project), "model": "l"}))["sessionId"]
+    sid = (await first.call("session/new", {"workspace": str(project), "model": "l"},
+                            timeout=TURN))["sessionId"]
     one = await first.call("turn/start", {"sessionId": sid, "prompt": "one"}, timeout=TURN)
     assert one["reason"] == "completed"
     await first.stop()
     second = await daemons()
-    loaded = await second.call("session/load", {"sessionId": sid})
+    loaded = await second.call("session/load", {"sessionId": sid}, timeout=TURN)
     assert [Path(f["path"]).name for f in loaded["instructions"]] == [
         "AGENTS.md", "AGENTS.md", "style.md", "CLAUDE.md"]
     two = await second.call("turn/start", {"sessionId": sid, "prompt": "two"}, timeout=TURN)
@@ -175,7 +175,8 @@ async def test_a_sub_agent_gets_the_same_briefing_and_its_own_role(client, scrip
         {"content": [read("sub/b.py")]},
         DONE,
     ]})
-    sid = await new_session(client, project, "m")
+    sid = (await client.call("session/new", {"workspace": str(project), "model": "m"},
+                             timeout=TURN))["sessionId"]
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "what is A?"},
                                timeout=TURN)
     assert result["reason"] == "completed"
@@ -196,7 +197,8 @@ async def test_instruction_files_are_capped_and_the_cut_is_said(client, scripted
     big = "x" * 40_000
     (project / "CLAUDE.md").write_text(big)
     scripted.add_scenario("c", {"steps": [DONE]})
-    result = await client.call("session/new", {"workspace": str(project), "model": "c"})
+    result = await client.call("session/new", {"workspace": str(project), "model": "c"},
+                               timeout=TURN)
     files = {Path(f["path"]).name: f for f in result["instructions"]}
     assert files["CLAUDE.md"] == {"path": str(project / "CLAUDE.md"), "scope": "project",
                                   "bytes": 40_000, "truncated": True}
@@ -217,7 +219,8 @@ async def test_a_workspace_outside_git_says_so_and_instructions_grant_nothing(
         {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]},
         DONE]})
     client.answer = lambda params: {"decision": "reject"}
-    sid = await new_session(client, workspace, "n")
+    sid = (await client.call("session/new", {"workspace": str(workspace), "model": "n"},
+                             timeout=TURN))["sessionId"]
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "go"}, timeout=TURN)
     assert result["reason"] == "completed"
     assert len(client.permission_requests) == 1  # the file's claim changed nothing

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 
 TIMEOUT = 2.0
 """Seconds any one git command may run (the briefing's own bound is much shorter)."""
@@ -29,7 +30,7 @@ LOG_COUNT = 5
 LINE_LIMIT = 160
 """Characters of one commit line shown at most (a subject can be a paragraph)."""
 OUTPUT_LIMIT = 64_000
-"""Bytes of a command's output read at most; the rest is not waited for."""
+"""Bytes of a command's output used at most (the rest is dropped, and said to be)."""
 
 SAFE = ("--no-pager", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
         "-c", "core.hooksPath=/dev/null", "-c", "log.showSignature=false",
@@ -55,30 +56,30 @@ class Output:
 
 
 async def run_git(workspace: Path, *args: str, extra: tuple[str, ...] = ()) -> Output | None:
-    """`git <args>` in `workspace`, safely (see the module's docstring); None when it fails."""
-    command = ["git", *SAFE, *extra, "-C", str(workspace), *args]
-    process = await anyio.open_process(command, stdin=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, env=git_env(),
-                                       start_new_session=True)
-    data, cut = bytearray(), False
+    """`git <args>` in `workspace`, safely (see the module's docstring); None when it fails.
+
+    It runs in a worker thread: starting a process blocks its thread for a while on a loaded
+    machine, and the event loop must stay free to end the briefing's wait on time. A call
+    cancelled then is left to finish in its thread, which kills git at TIMEOUT."""
+    command = ("git", *SAFE, *extra, "-C", str(workspace), *args)
+    return await anyio.to_thread.run_sync(_run, command, git_env(), abandon_on_cancel=True)
+
+
+def _run(command: tuple[str, ...], env: dict[str, str]) -> Output | None:
     try:
-        with anyio.fail_after(TIMEOUT):
-            async for chunk in process.stdout:
-                data += chunk
-                if len(data) > OUTPUT_LIMIT:
-                    cut = True
-                    break
-            if cut:
-                return Output(bytes(data[:OUTPUT_LIMIT]).decode("utf-8", "replace"), True)
-            code = await process.wait()
-    except TimeoutError:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    except OSError:  # no git on PATH
         return None
-    finally:
-        if process.returncode is None:
-            process.kill()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-            await process.aclose()
-    return Output(bytes(data).decode("utf-8", "replace"), False) if code == 0 else None
+    try:
+        out, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return None
+    if process.returncode != 0:
+        return None
+    return Output(out[:OUTPUT_LIMIT].decode("utf-8", "replace"), len(out) > OUTPUT_LIMIT)
 
 
 @dataclass(frozen=True)

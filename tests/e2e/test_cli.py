@@ -225,7 +225,8 @@ def test_ask_names_the_instruction_files_in_force(daemon_env, scripted, workspac
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "Hi."
     named = [line for line in result.stderr.splitlines() if "instructions" in line]
-    assert named == [f"heddle: instructions: {workspace}/AGENTS.md, "
+    # the deeper file keeps the first 32 KiB; none is left for the one above
+    assert named == [f"heddle: instructions: {workspace}/AGENTS.md (cut to fit the cap), "
                      f"{workspace}/big/CLAUDE.md (cut to fit the cap)"], result.stderr
 
 

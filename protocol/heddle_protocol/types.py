@@ -145,6 +145,23 @@ class McpServerChangedParams(Wire):
     before each later one). Omitted: no restart is coming."""
 
 
+class InstructionFileInfo(Wire):
+    """An instruction file whose text the model gets at the start of the session
+    ([docs/instructions.md](../docs/instructions.md)); text only, it grants no permission."""
+
+    path: str
+    scope: Literal["user", "project", "import"]
+    """`user`: the user's own `AGENTS.md` in Heddle's config folder; `project`: an `AGENTS.md`
+    (else `CLAUDE.md`) of a folder from the repository root down to the workspace; `import`: a
+    file one of them imports with `@path`."""
+    bytes: int
+    """The file's size."""
+    truncated: bool = False
+    """The model gets only its first part, or none of it: the files are capped at 32 KiB
+    together, and the ones in deeper folders keep their text first. Omitted: false, it gets
+    all of it."""
+
+
 class SessionNewResult(Wire):
     session_id: str
     workspace: str
@@ -158,6 +175,11 @@ class SessionNewResult(Wire):
     mcp_servers: list[McpServerInfo] = []
     """The session's MCP servers from the settings files (a project's only once trusted), as
     they were after the start-up bound. Omitted: none."""
+    instructions: list[InstructionFileInfo] = []
+    """The instruction files in force, in the order the model reads them (the user's, then
+    from the repository root down to the workspace, each file's imports after it). A folder
+    below the workspace adds its own file later, when the agent first works in it; those are
+    not listed. Omitted: none."""
 
 
 class SessionListParams(Wire):
@@ -204,6 +226,8 @@ class SessionLoadResult(Wire):
     """As in `session/new`. Omitted: nothing was ignored for want of trust."""
     mcp_servers: list[McpServerInfo] = []
     """As in `session/new`. Omitted: none."""
+    instructions: list[InstructionFileInfo] = []
+    """As in `session/new`, read again at the load. Omitted: none."""
 
 
 class SessionConfigureParams(Wire):

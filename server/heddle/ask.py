@@ -256,6 +256,8 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
         session, continued = await _open_session(conn, args, workspace, renderer)
         for message in session.get("warnings", []):  # problems in the settings files, repairs
             warn(message)
+        for line in instruction_lines(session.get("instructions", [])):
+            print(line, file=sys.stderr)
         turn_params = {"sessionId": session["sessionId"], "prompt": " ".join(args.prompt),
                        **({"maxTurns": args.max_turns} if args.max_turns else {})}
         ctrl_c.cancel = cancel
@@ -298,6 +300,20 @@ async def _talk(args: argparse.Namespace, daemon: spawn.Daemon, renderer: Render
         for line in await daemon.lost():
             print(line, file=sys.stderr)
         return 1
+
+
+def instruction_lines(files: list[dict[str, Any]]) -> list[str]:
+    """The instruction files in force (`instructions` of `session/new` or `session/load`), one
+    line for stderr: `heddle: instructions: ~/.config/heddle/AGENTS.md, AGENTS.md (cut)`."""
+    if not files:
+        return []
+    home = os.path.expanduser("~")
+
+    def shown(f: dict[str, Any]) -> str:
+        path = str(f.get("path", ""))
+        path = "~" + path[len(home):] if home != "/" and path.startswith(home + "/") else path
+        return clean(path) + (" (cut to fit the cap)" if f.get("truncated") else "")
+    return [f"heddle: instructions: {', '.join(shown(f) for f in files)}"]
 
 
 def mcp_change_lines(params: dict[str, Any]) -> list[str]:

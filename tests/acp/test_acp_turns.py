@@ -125,7 +125,7 @@ async def test_resources_become_context(scripted, daemon_env, workspace):
         result = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[
             text_block("What is this?"), link, embedded]), 30)
     assert result.stop_reason == "end_turn"
-    sent = scripted.requests_for("ctx")[0].body["messages"][-1]["content"][0]["text"]
+    sent = scripted.requests_for("ctx")[0].body["messages"][-1]["content"][-1]["text"]
     assert f"- {workspace / 'README.md'}\n" in sent
     assert f"- {workspace / 'app.py'}:\n```\nSECRET-SELECTION\n```" in sent
     assert sent.endswith("What is this?")
@@ -240,3 +240,17 @@ async def test_a_thinking_model_thinks_by_default_and_its_thinking_is_a_thought(
     assert client.text() == "Hello."
     assert scripted.requests_for(model)[0].body["thinking"] == {"type": "adaptive",
                                                                    "display": "summarized"}
+
+
+async def test_the_instruction_files_in_force_are_in_the_answers_meta(scripted, daemon_env,
+                                                                      workspace):
+    (workspace / "AGENTS.md").write_text("Run the tests before you answer.\n")
+    scripted.add_scenario("told", {"steps": [{"content": [{"type": "text", "text": "ok"}]}]})
+    async with agent({**daemon_env, "HEDDLE_MODEL": "told"}, workspace) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert session.field_meta["heddle"]["instructions"] == [
+            {"path": str(workspace / "AGENTS.md"), "scope": "project", "bytes": 33}]
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id,
+                                           prompt=[text_block("hi")]), 30)
+    sent = scripted.requests_for("told")[0].body["messages"][0]["content"]
+    assert "Run the tests before you answer." in sent[1]["text"] and sent[-1]["text"] == "hi"

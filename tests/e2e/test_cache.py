@@ -16,6 +16,10 @@ from e2e.test_repeats import guard_off
 from heddle.scripted import ScriptedServer
 from heddle.scripted.context_edits import apply_edits
 from heddle.scripted.prompt import build_prompt
+from heddle.sessions.agents import AGENT_SYSTEM
+
+AGENT_ROLE = AGENT_SYSTEM.split("{")[0]
+"""How a sub-agent's system prompt starts."""
 
 READ_BIG = {"content": [{"type": "text", "text": "Reading."},
                         {"type": "tool_use", "name": "Read", "input": {"path": "big.txt"}}]}
@@ -133,7 +137,9 @@ async def test_a_new_turn_after_thinking_reads_up_to_the_stripped_thinking(
     assert breaks(requests[:2]) == []  # the thinking of the running turn stays in the prefix
     # The API strips the first turn's thinking: the prefix through the first prompt is what
     # still matches, and the new turn reads it rather than only tools + system
-    assert requests[2].cache.read_location == "messages.0.content.0"
+    first = requests[2].body["messages"][0]["content"]  # the briefing, then the prompt
+    assert first[-1]["text"].startswith("Read app.py")
+    assert requests[2].cache.read_location == f"messages.0.content.{len(first) - 1}"
     assert requests[2].cache.read_tokens > stable_tokens(requests[2].body) + 500
     assert breaks(requests[2:]) == []
 
@@ -148,8 +154,8 @@ async def test_a_sub_agent_caches_its_own_prefix(client, scripted: ScriptedServe
     result = await client.call("turn/start", {"sessionId": sid, "prompt": "Use a sub-agent"})
     assert result["reason"] == "completed"
     requests = scripted.requests_for("a")
-    main = [r for r in requests if "sub-agent" not in r.body["system"][0]["text"]]
-    sub = [r for r in requests if "sub-agent" in r.body["system"][0]["text"]]
+    sub = [r for r in requests if r.body["system"][0]["text"].startswith(AGENT_ROLE)]
+    main = [r for r in requests if r not in sub]
     assert (len(main), len(sub)) == (2, 4)
     assert len(stable_parts(main)) == 1 and len(stable_parts(sub)) == 1
     assert breaks(main) == []

@@ -128,7 +128,7 @@ def test_ask_continue_resumes_the_last_session(daemon_env, scripted, workspace):
     assert "Second answer." in second.stdout and "First answer." not in second.stdout
     assert f"continuing session {session_id}: remember 42 (1 turn)" in second.stderr
     sent = scripted.requests_for("chat")[1].body["messages"]
-    assert sent[0]["content"][0]["text"] == "remember 42"
+    assert sent[0]["content"][-1]["text"] == "remember 42"
     assert sent[-1]["content"][-1]["text"] == "what number?"
     missing = heddle(["ask", "-w", str(workspace), "-s", "f" * 32, "hi"], daemon_env)
     # a whole id is loaded as it is: the daemon says why it cannot be (exit 1)
@@ -213,6 +213,21 @@ def test_ask_shows_each_settings_warning_once(daemon_env, scripted, workspace):
     assert len(warnings) == 2 and len(set(warnings)) == 2, result.stderr
     assert any("colour" in line for line in warnings), warnings  # the unknown key
     assert any("is not trusted" in line for line in warnings), warnings
+
+
+def test_ask_names_the_instruction_files_in_force(daemon_env, scripted, workspace):
+    scripted.add_scenario("chat", {"steps": [{"content": [{"type": "text", "text": "Hi."}]}]})
+    (workspace / ".git").mkdir()  # the repository root: its file counts for the folder below
+    (workspace / "AGENTS.md").write_text("Answer in one line.\n")
+    (workspace / "big").mkdir()
+    (workspace / "big" / "CLAUDE.md").write_text("x" * 40_000)
+    result = heddle(["ask", "-w", str(workspace / "big"), "-m", "chat", "hello"], daemon_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Hi."
+    named = [line for line in result.stderr.splitlines() if "instructions" in line]
+    # the deeper file keeps the first 32 KiB; none is left for the one above
+    assert named == [f"heddle: instructions: {workspace}/AGENTS.md (cut to fit the cap), "
+                     f"{workspace}/big/CLAUDE.md (cut to fit the cap)"], result.stderr
 
 
 def test_ask_help_names_the_endpoint_variables(daemon_env):

@@ -94,4 +94,4 @@ def test_ask_continues_the_session_a_unique_prefix_names(daemon_env, scripted, w
     assert again.returncode == 0, again.stderr
     assert f"[continuing session {session}: remember 42 (1 turn)]" in again.stderr
     sent = scripted.requests_for("chat")[-1].body["messages"]
-    assert sent[0]["content"][0]["text"] == "remember 42"
+    assert sent[0]["content"][-1]["text"] == "remember 42"

@@ -102,4 +102,6 @@ async def test_a_prompt_the_window_cannot_take_is_refused_and_not_kept(client, s
     assert (await turn(client, sid))["reason"] == "completed"  # the session goes on
     (sent,) = scripted.requests_for("claude-3-haiku-20240307")
     (only,) = sent.body["messages"]  # the refused prompt is not in the conversation
-    assert [b["text"] for b in only["content"]] == ["go"]
+    texts = [b["text"] for b in only["content"]]  # the session's briefing, then the prompt
+    assert texts[-1] == "go" and not any("word word" in t for t in texts)
+    assert texts[0].startswith("<environment>")

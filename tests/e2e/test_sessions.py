@@ -153,8 +153,8 @@ async def test_concurrent_sessions_do_not_mix(client, scripted, workspace, tmp_p
         text = "".join(e["event"]["text"] for e in client.events
                        if e["sessionId"] == sid and e["event"]["kind"] == "textDelta")
         assert text == letter + " " + (letter + " ") * 99
-    assert scripted.requests_for("a")[0].body["messages"][0]["content"][0]["text"] == "prompt a"
-    assert scripted.requests_for("b")[0].body["messages"][0]["content"][0]["text"] == "prompt b"
+    assert scripted.requests_for("a")[0].body["messages"][0]["content"][-1]["text"] == "prompt a"
+    assert scripted.requests_for("b")[0].body["messages"][0]["content"][-1]["text"] == "prompt b"
 
 
 async def test_truncated_corrupt_and_future_transcripts(daemons, scripted, workspace, daemon_env):

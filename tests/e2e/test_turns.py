@@ -92,7 +92,7 @@ async def test_context_items_reach_the_model(client, scripted, workspace):
     await client.call("turn/start", {"sessionId": sid, "prompt": "explain", "context": [
         {"path": str(workspace / "app.py"), "text": "def greet(name):",
          "range": {"startLine": 1, "endLine": 1}, "language": "python"}]})
-    text = scripted.requests_for("ctx")[0].body["messages"][0]["content"][0]["text"]
+    text = scripted.requests_for("ctx")[0].body["messages"][0]["content"][-1]["text"]
     assert f"{workspace / 'app.py'} (lines 1-1):\n```python\ndef greet(name):\n```" in text
     assert text.endswith("\n\nexplain")
 

@@ -250,3 +250,23 @@ def test_a_session_left_is_closed_with_its_mcp_server_and_resumes_into_its_buffe
     assert status["session_id"] == first and status["last"]["reason"] == "completed"
     assert editor.transcript()[-3:-1] == ["Still the first session.", ""]
     assert editor.errors() == []
+
+
+def test_a_new_session_names_its_instruction_files(editor, scripted: ScriptedServer,
+                                                   workspace: Path, tmp_path: Path) -> None:
+    scripted.add_scenario("told", {"steps": [text("Noted.")]})
+    (workspace / "AGENTS.md").write_text("Keep answers short.\n")
+    mine = tmp_path / "xdg" / "config" / "heddle" / "AGENTS.md"  # the daemon's XDG_CONFIG_HOME
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("I like tests.\n")
+    editor.setup(model="told")
+    editor.cmd("AgentRun hello")
+    # a minute: the daemon's first model call waits for the SDK's import on a loaded machine
+    assert editor.wait_idle(timeout=60)["last"]["reason"] == "completed"
+    lines = editor.transcript()
+    # under the first prompt, once its session has opened
+    assert lines[:5] == ["## hello", "", f"- instructions: {mine}, AGENTS.md", "", "Noted."], lines
+    (request,) = scripted.requests_for("told")
+    assert user_texts(request) == ["hello"]  # the files went to the model in the briefing
+    sent = request.body["messages"][0]["content"][1]["text"]
+    assert "Keep answers short." in sent and "I like tests." in sent

@@ -23,8 +23,12 @@ FOOTER = re.compile(
 OUTPUT_WINDOW = "vim.fn.win_findbuf(require('heddle').status().buf)[1]"
 
 
+BRIEFING = ("<environment>", "<instructions>", "<environment-update>")
+"""How the daemon's own blocks in a user message start (docs/instructions.md)."""
+
+
 def user_texts(request: Any) -> list[str]:
-    """The text of every user message the model was sent."""
+    """The text of every user message the model was sent, but the daemon's briefing blocks."""
     texts = []
     for message in request.body["messages"]:
         if message["role"] != "user":
@@ -33,7 +37,8 @@ def user_texts(request: Any) -> list[str]:
         if isinstance(content, str):
             texts.append(content)
             continue
-        texts += [block["text"] for block in content if block["type"] == "text"]
+        texts += [block["text"] for block in content if block["type"] == "text"
+                  and not block["text"].startswith(BRIEFING)]
     return texts
 
 

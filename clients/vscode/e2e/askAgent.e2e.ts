@@ -3,8 +3,8 @@
  * The extension starts the real daemon, which talks to the scripted model server.
  *
  *  - Ask agent from the command palette with a selection, accept the edit in its review, reject
- *    a command with a message, see the streamed markdown answer in the panel, and find the edit
- *    on disk.
+ *    a command with a message, see the streamed markdown answer in the panel (after a line
+ *    naming the workspace's AGENTS.md), and find the edit on disk.
  *  - Cancel a slowly streaming turn from the status bar, the panel and the palette: each ends
  *    promptly with `cancelled`, and follow-ups stay in one session;
  *    after "Restart daemon" the next request runs in a new session.
@@ -64,7 +64,7 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
 
   it("Ask agent: an edit's review, a command's permission prompt (rejected), streamed answer, edit on disk", async (t) => {
     const mark = milestones(t);
-    const folder = makeWorkspace(root.path, "edit", "vscode-e2e", { "hello.py": 'print("Hello, wrold")\n' });
+    const folder = makeWorkspace(root.path, "edit", "vscode-e2e", { "hello.py": 'print("Hello, wrold")\n', "AGENTS.md": "Keep hello.py to one line.\n" });
     const workbench = await Workbench.open(browser, codeServer.url, folder);
     mark("workbench loaded");
     await withPage(t, workbench, async () => {
@@ -111,6 +111,8 @@ describe("Heddle in VS Code (code-server, headless chromium)", () => {
       const panel = workbench.panel();
       await panel.locator('section.end[data-reason="completed"]').waitFor();
       mark("turn completed");
+      // The session's instruction files are named when it opens.
+      assert.equal(await panel.locator('section.notice[data-level="info"]', { hasText: "Instructions in force: AGENTS.md." }).count(), 1);
       const answer = panel.locator("section.assistant").last();
       assert.equal(await answer.innerText(), "Fixed the typo in hello.py: it now prints Hello, world.");
       assert.equal(await answer.locator("strong").innerText(), "hello.py");

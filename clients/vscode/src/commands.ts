@@ -11,6 +11,7 @@ import * as editor from "./editor";
 import type { ContextItem, McpServerChangedParams, TodoItem, TurnEventParams, TurnStartResult } from "./protocol.generated";
 import { Conversation, isConnectionLost, TurnInProgressError, type HowOpened, type IfBusy, type SessionOpened, type ShowMessageParams } from "./session";
 import { mcpNotice } from "./mcpServers";
+import { instructionsNotice } from "./instructions";
 import { mentionedPaths } from "./mentions";
 import * as settings from "./settings";
 import { describeContext, describeReason } from "./transcript";
@@ -307,6 +308,8 @@ export class Commands implements vscode.Disposable {
     void this.state.update(SESSION_KEY, session.sessionId);
     void this.trust.sessionOpened(session);
     if (note) this.panel.dispatch({ type: "notice", level: "warning", text: note });
+    const instructions = instructionsNotice(session.instructions, session.workspace);
+    if (instructions && how !== "resumed") this.panel.dispatch({ type: "notice", level: "info", text: instructions });
     if (how === "resumed") {
       this.panel.dispatch({ type: "notice", level: "info", text: `Continuing the same session in a new daemon (${turnsOf(session)} so far, its history kept).` });
     }

@@ -131,6 +131,12 @@ export interface HunkOutcome {
   decision: "accept" | "reject";
   message?: string | null;
 }
+export interface InstructionFileInfo {
+  path: string;
+  scope: "import" | "project" | "user";
+  bytes: number;
+  truncated?: boolean;
+}
 export interface LineRange {
   startLine: number;
   endLine: number;
@@ -324,6 +330,7 @@ export interface SessionLoadResult {
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
   mcpServers?: Array<McpServerInfo>;
+  instructions?: Array<InstructionFileInfo>;
 }
 export interface SessionNewParams {
   workspace: string;
@@ -344,6 +351,7 @@ export interface SessionNewResult {
   warnings?: Array<string>;
   untrustedSettings?: UntrustedSettings | null;
   mcpServers?: Array<McpServerInfo>;
+  instructions?: Array<InstructionFileInfo>;
 }
 export interface TextDeltaEvent {
   kind: "textDelta";

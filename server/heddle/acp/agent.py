@@ -33,9 +33,11 @@ from heddle.acp.updates import COMPACTION_KINDS, Translator, compaction_update
 from heddle.core.events import TerminalReason, TurnEnded
 from heddle.loop.prompt import ContextItem
 from heddle.permissions.policy import MODES, PermissionPolicy
+from heddle.rpc import convert
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.transport import Pressure
+from heddle.sessions.briefs import listed
 from heddle.sessions.session import Session, SessionError, SessionRegistry
 from heddle.sessions.transcript import sessions_dir
 from heddle.sessions.setup import from_env
@@ -203,7 +205,7 @@ class HeddleAgent:
         mcp = await attach_mcp(session, settings, mcp_servers)
         self._watch_mcp(session)
         return {"sessionId": session.id, "modes": self._modes(session),
-                "_meta": self._meta(settings.warnings, mcp)}
+                "_meta": self._meta(settings.warnings, mcp, session)}
 
     @_errors
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list | None = None,
@@ -230,7 +232,7 @@ class HeddleAgent:
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
         self._watch_mcp(session)
-        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp, session)}
 
     @_errors
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: list | None = None,
@@ -241,7 +243,7 @@ class HeddleAgent:
         self._later_commands(session)
         mcp = await attach_mcp(session, settings, mcp_servers)
         self._watch_mcp(session)
-        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp)}
+        return {"modes": self._modes(session), "_meta": self._meta(loaded.warnings, mcp, session)}
 
     @_errors
     async def close_session(self, session_id: str, **_: Any) -> dict[str, Any]:
@@ -282,9 +284,12 @@ class HeddleAgent:
         return {"currentModeId": session.policy.mode, "availableModes": [
             {"id": m, "name": MODE_INFO[m][0], "description": MODE_INFO[m][1]} for m in MODES]}
 
-    def _meta(self, warnings: list[str], mcp: dict[str, Any]) -> dict[str, Any]:
-        """What Heddle says beside the answer: settings warnings, the MCP servers."""
-        return {"heddle": {"warnings": list(warnings), "mcp": mcp}}
+    def _meta(self, warnings: list[str], mcp: dict[str, Any], session: Session
+              ) -> dict[str, Any]:
+        """What Heddle says beside the answer: settings warnings, the MCP servers, the
+        instruction files in force (as `session/new` of Heddle's protocol lists them)."""
+        files = [msgspec.to_builtins(f) for f in convert.instructions(listed(session.briefing))]
+        return {"heddle": {"warnings": list(warnings), "mcp": mcp, "instructions": files}}
 
     def _watch_mcp(self, session: Session) -> None:
         """From the answer on (whose `_meta` says how the MCP servers are now), each change of

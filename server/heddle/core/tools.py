@@ -131,6 +131,10 @@ class ToolContext:
     seen: dict[Path, Seen] = field(default_factory=dict)
     """What the agent read and wrote, per resolved path: the session's, kept across its turns
     (Edit and Write refuse a file that changed since; `heddle.tools.reads`)."""
+    on_file: Callable[[str, Path], str | None] | None = None
+    """Told after tool `name` read or changed the file `path` without error; returns text for
+    the model to read after the call's result (the instructions of a folder it meets for the
+    first time), or None. None: nobody is told."""
 
     def output(self, stream: OutputStream, data: bytes, hook: str | None = None) -> None:
         """Report bytes the running call's command (or `hook`'s) wrote, for the editor to show

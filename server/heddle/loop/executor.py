@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import anyio
@@ -42,6 +43,9 @@ from heddle.tools.inputs import accept, explain, ignored_note
 
 log = logging.getLogger(__name__)
 
+FILE_TOOLS = ("Read", "Edit", "MultiEdit", "Write")
+"""The tools that read or change one file (`path`): `ToolContext.on_file` hears of them."""
+
 
 @dataclass
 class _Call:
@@ -67,6 +71,8 @@ class _Call:
     """What the repeat guard counts of it, once it ran."""
     ignored: list[str] = field(default_factory=list)
     """The input's fields the tool does not have: dropped, and noted in the result."""
+    note: str | None = None
+    """Text added after the result once it is within its size budget (`ToolContext.on_file`)."""
 
     @property
     def safe(self) -> bool:
@@ -233,6 +239,8 @@ class ToolExecutor:
         if len(content) > limit:
             content = budget_result(content, limit, self.ctx.results_dir, call.block.id)
         content = self._count(call, status, content)
+        if call.note and status == "ok":
+            content = f"{content}\n\n{call.note}"
         images = tuple(ImageBlock(ImageSource(kind, data)) for kind, data in call.images)
         text = content or ("" if images else "(no output)")
         call.result = ToolResultBlock(call.block.id, ((TextBlock(text),) if text else ()) + images
@@ -300,6 +308,9 @@ class ToolExecutor:
         except ToolError as exc:
             return "error", str(exc), str(exc), None
         content, is_error = output.content, output.is_error
+        path = getattr(inp, "path", None) if tool.name in FILE_TOOLS else None
+        if not is_error and isinstance(path, str) and self.ctx.on_file is not None:
+            call.note = self.ctx.on_file(tool.name, Path(path))
         feedback = await self._post_hooks(tool, inp, content, is_error)
         if feedback is not None and feedback.stop:
             self.stop_reason = feedback.stop

@@ -16,6 +16,12 @@ Sources, read 2026-12-01:
 - platform.claude.com/docs/en/models/opus-4-5/overview: Opus 4.5, 200K context, 64K output.
 - platform.claude.com/docs/en/models/opus-4-6/overview: Opus 4.6, 128K output (Opus 4.7, 4.8
   and Sonnet 4.6 the same: their pages on platform.claude.com/docs/en/models/).
+- Reliable knowledge cutoffs (the date up to which a model's knowledge is broad and reliable,
+  as the models overview's table gives it): Opus 4.6 May 2025, Sonnet 4.5 January 2025,
+  Haiku 4.5 February 2025 (platform.claude.com/docs/en/about-claude/models/overview); Opus
+  4.1, Opus 4 and Sonnet 4 January 2025, Sonnet 3.7 October 2024, Haiku 3.5 July 2024, Haiku 3
+  August 2023 (the same table, earlier). A family not listed has no date recorded: the
+  briefing then says the cutoff is not known rather than guess one.
 Windows above 200K need a beta header Heddle does not send, so 200K is recorded for every
 family: a window set too large makes the endpoint refuse the prompt, one too small only
 compacts a little early.
@@ -100,3 +106,27 @@ def model_limits(model: str, overrides: Mapping[str, ModelLimitSettings] | None 
                              THINKING_KINDS[given.thinking] if given.thinking
                              else limits.thinking)
     return limits
+
+
+CUTOFFS: dict[str, str] = {
+    "claude-opus-4-6": "May 2025",
+    "claude-opus-4-1": "January 2025",
+    "claude-opus-4-0": "January 2025",
+    "claude-opus-4-2025": "January 2025",
+    "claude-sonnet-4-5": "January 2025",
+    "claude-sonnet-4-0": "January 2025",
+    "claude-sonnet-4-2025": "January 2025",
+    "claude-haiku-4-5": "February 2025",
+    "claude-3-7-sonnet": "October 2024",
+    "claude-3-5-haiku": "July 2024",
+    "claude-3-haiku": "August 2023",
+}
+"""The reliable knowledge cutoff of each model family the sources above date (the briefing
+tells the model). Opus 4 and Sonnet 4 are keyed as `-0` and with their dated ids' `-2025` so that a later
+family of theirs (`claude-opus-4-7`) is not given their date."""
+
+
+def knowledge_cutoff(model: str) -> str | None:
+    """The reliable knowledge cutoff of `model` ("January 2025"); None: not recorded."""
+    family = _longest_prefix(model, CUTOFFS)
+    return CUTOFFS[family] if family else None

@@ -9,6 +9,7 @@ from heddle_protocol import events as wev
 from heddle.core import events as core
 from heddle.loop.prompt import ContextItem
 from heddle.core.hunks import HunkDecision, check, outcomes, rejection_message
+from heddle.briefing.instructions import InstructionFile
 from heddle.mcp.servers import McpServers, ServerChange, ServerStatus
 from heddle.permissions.policy import PermissionAnswer, PermissionPrompt, Rule
 from heddle.settings import Untrusted
@@ -140,6 +141,11 @@ def todo_item(t: core.TodoItem) -> wev.TodoItem:
 def untrusted(u: Untrusted | None) -> wire.UntrustedSettings | None:
     return None if u is None else wire.UntrustedSettings(
         settings_file=str(u.file), sha256=u.sha256, ignored=list(u.ignored))
+
+
+def instructions(files: list[InstructionFile]) -> list[wire.InstructionFileInfo]:
+    return [wire.InstructionFileInfo(path=str(f.path), scope=f.scope,  # type: ignore[arg-type]
+                                     bytes=f.size, truncated=f.truncated) for f in files]
 
 
 def mcp_servers(servers: McpServers | None) -> list[wire.McpServerInfo]:

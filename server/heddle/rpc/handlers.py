@@ -22,6 +22,7 @@ from heddle.rpc.dispatch import handler
 from heddle.rpc.emitter import TurnEmitter
 from heddle.rpc.output import TranscriptOutput
 from heddle.rpc.permissions import settings_for
+from heddle.sessions.briefs import listed
 from heddle.sessions.configure import configure
 from heddle.sessions.session import Session, SessionOptions
 from heddle.sessions.turns import TurnRequest, compact_session, start_turn
@@ -55,7 +56,8 @@ def register(server: Daemon) -> None:
                                        model=s.model, permission_mode=s.policy.mode,
                                        warnings=settings.warnings + convert.mcp_warnings(s.mcp),
                                        untrusted_settings=convert.untrusted(settings.untrusted),
-                                       mcp_servers=convert.mcp_servers(s.mcp))
+                                       mcp_servers=convert.mcp_servers(s.mcp),
+                                       instructions=convert.instructions(listed(s.briefing)))
         watch_mcp(server, s)
         return result
 
@@ -123,7 +125,8 @@ def register(server: Daemon) -> None:
             warnings=loaded.warnings + (settings.warnings if settings else [])
             + convert.mcp_warnings(session.mcp),
             untrusted_settings=convert.untrusted(settings.untrusted if settings else None),
-            mcp_servers=convert.mcp_servers(session.mcp))
+            mcp_servers=convert.mcp_servers(session.mcp),
+            instructions=convert.instructions(listed(session.briefing)))
         watch_mcp(server, session)
         return result
 

@@ -9,12 +9,13 @@ import anyio
 
 from heddle.core import events as ev
 from heddle.core.events import CoreEvent, Terminal, TerminalReason
-from heddle.core.messages import tool_uses, user_text
+from heddle.core.messages import Message, TextBlock, tool_uses
 from heddle.core.tools import CURRENT_CALL, ToolContext, ToolOutput
 from heddle.loop.deps import LoopDeps
 from heddle.loop.executor import Toolbox
 from heddle.loop.params import LoopConfig, LoopRuntime
 from heddle.loop.query import drive, query
+from heddle.sessions.briefs import AgentBrief
 from heddle.tools.agent import AGENT_MAX_TURNS, AGENT_TOOLS
 
 AGENT_SYSTEM = """You are a research sub-agent of Heddle, a coding agent, working in the
@@ -27,9 +28,11 @@ FORWARDED = (ev.ToolCallStarted, ev.ToolCallInput, ev.ToolCallFinished, ev.Permi
 
 
 def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
-                 context: Callable[..., ToolContext], emit: Callable[[CoreEvent], None]):
+                 context: Callable[..., ToolContext], emit: Callable[[CoreEvent], None],
+                 brief: AgentBrief | None = None):
     """`run_agent(name, prompt)` for the Task tool of the query that runs with `config`, `deps`
-    and `toolbox`: the same model, permissions and compactor, read-only tools."""
+    and `toolbox`: the same model, permissions and compactor, read-only tools; `brief`: the
+    session's environment and instructions, before the task (None: the task alone)."""
 
     async def run_agent(name: str, prompt: str) -> ToolOutput:
         call_id = CURRENT_CALL.get()
@@ -45,11 +48,13 @@ def agent_runner(config: LoopConfig, deps: LoopDeps, toolbox: Toolbox,
                          pipeline=config.pipeline, cache_ttl=config.cache_ttl,
                          limits_for=config.limits_for, repeats=config.repeats,
                          thinking=config.thinking)
-        seams = LoopDeps(deps.model, Toolbox(tools, context(forward, None), toolbox.asker,
-                                             toolbox.permission_lock),
+        ctx = context(forward, None)
+        ctx.on_file = brief.on_file() if brief is not None else None
+        seams = LoopDeps(deps.model, Toolbox(tools, ctx, toolbox.asker, toolbox.permission_lock),
                          deps.permissions, compactor=deps.compactor)
+        task = Message("user", (brief.opening if brief else ()) + (TextBlock(prompt),))
         async with anyio.create_task_group() as tg:
-            terminal = await drive(query((user_text(prompt),), sub, seams,
+            terminal = await drive(query((task,), sub, seams,
                                          LoopRuntime(tg, emit=forward)), forward)
         calls = sum(len(tool_uses(m)) for m in terminal.messages if m.role == "assistant")
         spent = terminal.usage.prompt_tokens + terminal.usage.output_tokens

@@ -20,6 +20,7 @@ from heddle.mcp.servers import McpServers
 from heddle.permissions.policy import PermissionPolicy, Rule, RuleError
 from heddle.rules import KINDS
 from heddle.settings import LoopSettings, ModelLimitSettings
+from heddle.sessions.briefs import Briefing, read as read_briefing
 from heddle.sessions.transcript import (FORMAT_VERSION, Header, Loaded, TranscriptError,
                                         TranscriptInUse, TranscriptWriter, held_elsewhere, read)
 from heddle.settings import CacheSettings, EditorSettings
@@ -131,6 +132,8 @@ class Session:
     seen: dict[Path, Seen] = field(default_factory=dict)
     """What its agent read and wrote (`heddle.tools.reads`), kept across its turns; a loaded
     session starts with none (the transcript does not hold the files' texts)."""
+    briefing: Briefing | None = None
+    """Its instruction files and environment (`heddle.sessions.briefs`); None: no briefing."""
 
     def expect_open(self) -> None:
         """SessionError `notFound` if the session is being closed: it is as good as gone."""
@@ -176,6 +179,7 @@ class SessionRegistry:
             raise SessionError("workspace", f"workspace {workspace} is not an existing folder")
         session = Session(uuid.uuid4().hex, Path(os.path.realpath(path)), model, policy,
                           system_extra, options=options.over(defaults), documents=self.documents)
+        session.briefing = read_briefing(session.workspace)
         if self.directory is not None:
             session.transcript = TranscriptWriter(
                 self.directory / f"{session.id}.jsonl",
@@ -274,6 +278,7 @@ class SessionRegistry:
                           messages=loaded.messages, turns_run=loaded.turns,
                           options=options.over(defaults), transcript=transcript,
                           created_at=h.created_at, documents=self.documents)
+        session.briefing = read_briefing(session.workspace)
         for warning in loaded.warnings:
             log.warning("session %s: %s", h.session_id, warning)
         return session

@@ -4,8 +4,9 @@
 so a setting read here reaches the turns of every door, and a setting added later cannot reach
 one door and not the other: the model client (one HTTP connection pool per process), the
 tools, the limits (`table_limits`, with `HEDDLE_CONTEXT_WINDOW`), the prompt-cache defaults,
-the default, fallback, summary and compact models, the editor timeouts, and how long an edit
-waits for the editor's diagnostics.
+the default, fallback, summary and compact models, the editor timeouts, how long an edit
+waits for the editor's diagnostics, and how long a session's first model call waits for its
+environment (`HEDDLE_ENVIRONMENT_BOUND`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Mapping
 
+from heddle.briefing.gather import BOUND
 from heddle.envvars import number
 from heddle.model.anthropic_client import AnthropicModel, ModelSettings
 from heddle.sessions.session import SessionOptions
@@ -69,7 +71,8 @@ def from_env(env: Mapping[str, str], compactions: CompactionListener | None = No
     deps = TurnDeps(model_for=lambda _model_id: model, tools=builtin_tools(),
                     new_id=lambda: uuid.uuid4().hex, limits_for=table_limits(window),
                     cache=cache, compactions=compactions,
-                    diagnostics_wait=number(env, "HEDDLE_DIAGNOSTICS_WAIT", DEFAULT_WAIT))
+                    diagnostics_wait=number(env, "HEDDLE_DIAGNOSTICS_WAIT", DEFAULT_WAIT),
+                    environment_bound=number(env, "HEDDLE_ENVIRONMENT_BOUND", BOUND))
     options = SessionOptions(fallback_model=env.get("HEDDLE_FALLBACK_MODEL") or None,
                              summary_model=env.get("HEDDLE_SUMMARY_MODEL") or None,
                              compact_model=env.get("HEDDLE_COMPACT_MODEL") or None)

@@ -17,6 +17,7 @@ from typing import Callable, Literal, Mapping
 import anyio
 import anyio.lowlevel
 
+from heddle.briefing.gather import BOUND
 from heddle.context.compactor import CompactResult, Compactor
 from heddle.context.pipeline import CircuitBreaker, PipelineSettings, compact_now, tokens_of
 from heddle.context.windows import Limits, estimate_tokens
@@ -43,6 +44,7 @@ from heddle.permissions.hooks import HookRunner
 from heddle.permissions.policy import Asker
 from heddle.processes.environment import tool_env
 from heddle.sessions.agents import agent_runner
+from heddle.sessions.briefs import AgentBrief, file_hook, opening
 from heddle.sessions.retention import session_results_dir
 from heddle.sessions.session import QueuedPrompt, RunningTurn, Session, SessionError
 from heddle.sessions.stop_hooks import CommandStopHooks
@@ -95,6 +97,9 @@ class TurnDeps:
     shows them); None: nobody is."""
     diagnostics_wait: float = DEFAULT_WAIT
     """The daemon's default for `[editor] diagnostics_wait` (`HEDDLE_DIAGNOSTICS_WAIT`)."""
+    environment_bound: float = BOUND
+    """Seconds a session's first model call waits for its environment block (git facts not
+    ready by then are left out)."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +152,13 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                emit: Callable[[CoreEvent], None], asker: Asker, request_id: object) -> Terminal:
     turn = RunningTurn(turn_id, anyio.CancelScope(), request_id=request_id)
     session.turn = turn  # claimed before any await, so two waiters can never both start
-    prompt = Message("user", mode_notes(session) + (TextBlock(text),))
+    try:
+        opening, agent_brief = await briefs_of(session, deps.environment_bound)
+    except BaseException:
+        session.turn = None
+        turn.done.set()
+        raise
+    prompt = Message("user", opening + mode_notes(session) + (TextBlock(text),))
     messages = append_user(session.messages, prompt.content)
     outlet = emit if isinstance(emit, Outlet) else None
     transcript = session.transcript
@@ -170,6 +181,9 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
     try:
         with turn.scope:
             async with anyio.create_task_group() as tg:
+                on_file = (file_hook(session.briefing.instructions, session.briefing.folders)
+                           if session.briefing is not None else None)
+
                 def context(sink, run_agent, seen=None) -> ToolContext:
                     # a sub-agent's reads are its own: the agent never saw what it read
                     return ToolContext(
@@ -183,7 +197,7 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                             tool, path, session.workspace),
                         results_dir=session_results_dir(sessions_dir(), session.id),
                         run_agent=run_agent, permission_mode=lambda: session.policy.mode,
-                        seen={} if seen is None else seen)
+                        seen={} if seen is None else seen, on_file=on_file)
 
                 toolbox = Toolbox(tools_of(session, deps), context(emit, None, session.seen),
                                   asker, session.permission_lock)
@@ -192,7 +206,8 @@ async def _run(session: Session, turn_id: str, text: str, request: TurnRequest, 
                                  stop_hooks=stop_hooks_of(session, emit), loop_asker=asker)
                 run = LoopRuntime(tg, emit=emit, outlet=outlet, take_queued=take_queued,
                                   abort_reason=lambda: turn.abort_reason)
-                toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit)
+                toolbox.ctx.run_agent = agent_runner(config, seams, toolbox, context, emit,
+                                                     agent_brief)
                 toolbox.ctx.switch_mode = lambda mode: switch_mode(session, mode, emit)
                 terminal = await drive(query(messages, config, seams, run), emit)
         if terminal is None:  # cancelled before the loop could report
@@ -245,6 +260,15 @@ def switch_mode(session: Session, mode: str, emit: Callable[[CoreEvent], None]) 
     emit(ModeChanged(mode))
 
 
+async def briefs_of(session: Session, bound: float = BOUND
+                    ) -> tuple[tuple[Block, ...], AgentBrief | None]:
+    """The blocks the turn's prompt starts with, and what its sub-agents are told."""
+    if session.briefing is None:
+        return (), None
+    return await opening(session.briefing, session.workspace, session.model, session.messages,
+                         bound=bound)
+
+
 def table_limits(window_override: int = 0
                  ) -> Callable[[str, Mapping[str, ModelLimitSettings]], Limits]:
     """A model's limits as every door gives them to `TurnDeps.limits_for`: the table's, the
@@ -263,7 +287,7 @@ def loop_config(session: Session, request: TurnRequest, deps: TurnDeps) -> LoopC
     ttl = cache.ttl or "5m"
     limits_for = session_limits(session, deps)
     return LoopConfig(
-        system=system_prompt(session.workspace, session.system_extra), model=session.model,
+        system=system_prompt(session.system_extra), model=session.model,
         max_turns=request.max_turns or DEFAULT_MAX_TURNS, max_tokens=deps.max_tokens,
         fallback_model=session.options.fallback_model,
         token_budget=request.token_budget or parse_budget(request.prompt),
@@ -339,7 +363,7 @@ def compactor_of(session: Session, deps: TurnDeps) -> CircuitBreaker:
     prompt cache."""
     if session.compactor is None:
         cache = session.cache.over(deps.cache)
-        prefix = Prefix(system_prompt(session.workspace, session.system_extra),
+        prefix = Prefix(system_prompt(session.system_extra),
                         tuple(schema_of(t) for t in tools_of(session, deps).values()),
                         (cache.ttl or "5m") if cache.prompt_cache else None,
                         thinking_of(session))

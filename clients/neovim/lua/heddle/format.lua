@@ -250,6 +250,19 @@ function M.loop_detected(ev)
 end
 
 --- A `toolSummary` event: one line about a batch of tool calls.
+--- The instruction files in force (`instructions` of a `session/new` or `session/load`
+--- result) as one line for the transcript; nil when there are none.
+function M.instructions(files)
+  if not files or #files == 0 then
+    return nil
+  end
+  local names = {}
+  for _, f in ipairs(files) do
+    table.insert(names, vim.fn.fnamemodify(f.path, ':~:.') .. (f.truncated and ' (cut to fit the cap)' or ''))
+  end
+  return 'instructions: ' .. table.concat(names, ', ')
+end
+
 function M.tool_summary(ev)
   return ('_%s_'):format(ev.summary or '')
 end

@@ -11,6 +11,7 @@ local client = require('heddle.client')
 local config = require('heddle.config')
 local documents = require('heddle.documents')
 local edits = require('heddle.edits')
+local format = require('heddle.format')
 local messages = require('heddle.messages')
 local permission = require('heddle.permission')
 local protocol = require('heddle.protocol')
@@ -227,6 +228,10 @@ local function with_session(conv, cb)
     conv.id, conv.info = result.sessionId, result
     by_session[conv.id] = conv
     trust.remember(result)
+    local line = format.instructions(result.instructions)
+    if line then
+      conv.transcript:note(line)
+    end
     cb(nil)
   end)
 end

@@ -18,6 +18,7 @@ from heddle.tools.diagnostics import DEFAULT_WAIT, LISTED, describe, moved_lines
 from heddle.tools.documents import EditorDocuments
 from heddle.tools.edits import Write
 from heddle.tools.files import Edit
+from heddle.tools.reads import fingerprint, remember
 from unit.test_tools_landing import Buffers
 
 BEFORE = "import os\n\ndef f():\n    return x\n"
@@ -108,7 +109,9 @@ def ctx(tmp_path: Path) -> ToolContext:
     docs.open(path.resolve(), BEFORE, 1)
     editor = Buffers(docs)
     docs.editor_source = lambda: editor
-    return ToolContext(tmp_path.resolve(), documents=docs, diagnostics_wait=30)
+    context = ToolContext(tmp_path.resolve(), documents=docs, diagnostics_wait=30)
+    remember(context, path.resolve(), fingerprint(BEFORE), "editor", "read")  # the agent read it
+    return context
 
 
 def edit(ctx: ToolContext, **raw):

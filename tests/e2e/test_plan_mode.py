@@ -45,10 +45,16 @@ def heddle(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
                           timeout=TURN, stdin=subprocess.DEVNULL)
 
 
+BRIEFING = ("<environment", "<instructions")
+"""How the blocks of a session's briefing start (docs/instructions.md): not what these tests
+look at."""
+
+
 def user_texts(request) -> list[str]:
-    """The text blocks of the request's last user message."""
+    """The text blocks of the request's last user message, but the session's briefing."""
     content = request.body["messages"][-1]["content"]
-    return [b["text"] for b in content if b["type"] == "text"]
+    return [b["text"] for b in content
+            if b["type"] == "text" and not b["text"].startswith(BRIEFING)]
 
 
 def results(request) -> list[dict]:

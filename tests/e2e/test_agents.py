@@ -7,6 +7,7 @@ import time
 
 from e2e.test_turns import new_session
 from heddle.tools.agent import AGENT_MAX_TURNS
+from e2e.test_repeats import guard_off
 
 
 async def test_task_runs_a_sub_agent_and_returns_its_report(client, scripted, workspace):
@@ -75,7 +76,8 @@ async def test_a_sub_agent_whose_model_fails_gives_an_error_result(client, scrip
 
 
 async def test_a_sub_agent_that_never_stops_is_stopped_at_its_turn_cap(client, scripted,
-                                                                       workspace):
+                                                                       workspace, daemon_env):
+    guard_off(daemon_env)  # the same LS again and again: the cap, not the repeat guard, ends it
     ls = {"content": [{"type": "tool_use", "name": "LS", "input": {}}]}
     final = {"match": {"lastUserContains": "sub-agent stopped"},
              "content": [{"type": "text", "text": "The survey went on too long."}]}

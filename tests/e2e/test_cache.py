@@ -159,9 +159,8 @@ async def test_a_sub_agent_caches_its_own_prefix(client, scripted: ScriptedServe
     assert (len(main), len(sub)) == (2, 4)
     assert len(stable_parts(main)) == 1 and len(stable_parts(sub)) == 1
     assert breaks(main) == []
-    # the sub-agent's prompt is cacheable from its second call on (tools + its system prompt
-    # are under the 1024-token minimum); from then on each call reads the one before
-    assert all(r.cache.read_tokens == 0 for r in sub[:2])
+    # (its tools, system prompt and briefing are over the 1024-token minimum): from its
+    # second call on, each call reads the one before
     assert breaks(sub[1:]) == []
 
 

@@ -44,7 +44,7 @@ def test_sessions_lists_the_workspaces_only(daemon_env, scripted, workspace):
     listed = heddle(["sessions", "--json"], daemon_env, cwd=workspace)  # -w: the current folder
     assert listed.returncode == 0, listed.stderr
     assert [(s["sessionId"], s["workspace"], s["title"]) for s in json.loads(listed.stdout)] == [
-        (first, str(workspace), "fix the \x1b[2Jbug")]
+        (first, str(workspace), "fix the \\x1b[2Jbug")]  # escaped by the daemon
 
 
 def test_sessions_of_a_workspace_without_any(daemon_env, workspace, tmp_path):

@@ -28,7 +28,9 @@ which takes seconds on a loaded machine (a turn here takes about one)."""
 
 async def run_turn(editor: Editor, scripted, workspace: Path, model: str, calls: list[dict],
                    mode: str = "acceptEdits") -> dict:
-    scripted.add_scenario(model, {"steps": [{"content": calls}, DONE]})
+    # the agent reads the file first, as it must before it overwrites it (docs/tools.md)
+    scripted.add_scenario(model, {"steps": [{"content": [tool("Read", path="app.py")]},
+                                            {"content": calls}, DONE]})
     sid = await new_session(editor.client, workspace, model, permissionMode=mode)
     return await editor.client.call("turn/start", {"sessionId": sid, "prompt": "go"},
                                     timeout=TURN_BOUND)
@@ -132,7 +134,7 @@ async def test_new_errors_and_warnings_are_told_and_old_ones_are_not(editor, scr
         "  line 3: warning: print found (flake8-print, T201)\n" + NOTE)
     # before the edit, then until two answers agree after it
     assert editor.asked == [{"uri": app.as_uri()}] * 3
-    (finished,) = editor.client.turn_events("toolCallFinished")
+    finished = editor.client.turn_events("toolCallFinished")[-1]  # after the Read
     assert finished["status"] == "ok" and finished["summary"] == "1 replacement"
 
 
@@ -256,7 +258,7 @@ async def test_a_cancel_during_the_wait_ends_the_turn_at_once(daemon_env, daemon
                                       {"sessionId": editor.client.events[0]["sessionId"]})
         result = await asyncio.wait_for(turn, 15)
         assert (result["reason"], result["cancelPhase"]) == ("cancelled", "tools")
-        (finished,) = editor.client.turn_events("toolCallFinished")
+        finished = editor.client.turn_events("toolCallFinished")[-1]  # after the Read
         assert finished["status"] == "cancelled"
         assert "foo" in editor.text(app)  # the edit itself had landed
     finally:

@@ -4,6 +4,7 @@ Lua here checks the buffer on every change and sets its diagnostics (no language
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from heddle.scripted import ScriptedServer
@@ -50,8 +51,11 @@ def test_the_model_reads_the_new_problems_of_its_edit(
     _, after_edit = scripted.requests_for("lint")
     result = tool_result(after_edit)
     assert not result.get("is_error")
+    # the agent edited a file it had not read: the result says so (docs/tools.md)
+    unread = r"\s*\(You had not read app\.py in this session: [^)]*\)"
+    assert re.search(unread, text_of(result))
     # the warning was there before the edit: only the error is new
-    assert text_of(result) == (
+    assert re.sub(unread, "", text_of(result)) == (
         "Edited app.py (1 replacement).\n\n"
         "The editor now reports 1 new error in app.py:\n"
         "  line 2: error: undefined name 'foo' (test-lint)\n"
